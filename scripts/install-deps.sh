@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing KernelKit needs on a Debian/Ubuntu machine.
+# As root it runs apt-get itself; otherwise it prints the exact command and fails.
+# The CUDA toolkit is not installed here: without nvcc the build turns CUDA off.
+set -euo pipefail
+
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need_file() { [ -e "$1" ] || missing+=("$2"); }
+
+need_cmd cmake cmake
+need_cmd make make
+need_cmd gcc gcc
+need_cmd pkg-config pkg-config
+need_file /usr/include/cjson/cJSON.h libcjson-dev
+need_file /usr/include/cmocka.h libcmocka-dev
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "kernelkit: missing build dependencies: ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "kernelkit: installing them with apt-get" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "kernelkit: installed ${missing[*]}" >&2
+else
+  echo "kernelkit: run this, then try again:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,165 @@
+/* Internal: the backend interface and the registry.
+ *
+ * A backend is a table of function pointers plus a context pointer (the model
+ * is ggml's ggml-backend). The registry (src/backend/registry.c) is an array
+ * indexed by kk_backend_kind that points at one table per backend. The public
+ * device API (include/kernelkit/device.h) is implemented once, in registry.c,
+ * on top of these tables, so a backend never sees a device spec string.
+ *
+ * Adding a backend (HIP, OpenCL, ...):
+ *   1. a value in kk_backend_kind (include/kernelkit/device.h),
+ *   2. a folder src/<name>/ that defines `const kk__backend kk__<name>_backend`,
+ *   3. one line in k_registry[] in src/backend/registry.c (and its extern below).
+ * A backend that is compiled out still registers a table (see src/cuda_off/) so
+ * that it can say why it is unavailable.
+ *
+ * Rules for every function in a table:
+ *   - `ctx` is the table's own `context` pointer.
+ *   - Nothing is called before `probe`; the registry calls `probe` first, on
+ *     every query, so `probe` must be cheap after the first call. It must do its
+ *     work exactly once and be thread-safe: use pthread_once (see
+ *     KK__BACKEND_ONCE below). Probing must never fail hard: a backend that
+ *     cannot work records a reason and reports itself unavailable.
+ *   - Errors are returned as kk_status and recorded with kk__arg_error /
+ *     kk__cuda_error / kk__error naming `func`, the public entry point that the
+ *     user called. Nothing prints, aborts or exits; logging goes through KK_LOG.
+ *   - Device indices passed in are already checked: 0 <= index < device_count.
+ */
+#ifndef KK_BACKEND_BACKEND_H
+#define KK_BACKEND_BACKEND_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "kernelkit/device.h"
+
+typedef struct kk__backend {
+    /* Name, also the device-spec prefix: "cpu" -> "cpu", "cuda" -> "cuda:N". */
+    const char *name;
+    kk_backend_kind kind;
+    /* The spec forms for error messages, e.g. "\"cuda\", \"cuda:N\"". */
+    const char *spec_forms;
+    /* Status for a well-formed spec naming this backend while it is
+     * unavailable (KK_ERR_CUDA_UNAVAILABLE for CUDA). */
+    kk_status unavailable_status;
+    /* Backend state; passed back as `ctx`. May be NULL. */
+    void *context;
+
+    /* ---- discovery (all required) ---- */
+
+    /* Detect the backend and its devices: lazily, once, thread-safe. */
+    void (*probe)(void *ctx);
+    /* Non-zero when the backend can run work (after probe). */
+    int (*available)(void *ctx);
+    /* Why not ("" when available). Static storage; never NULL. */
+    const char *(*unavailable_reason)(void *ctx);
+    /* The API error name behind the unavailability ("cudaErrorNoDevice"), for
+     * kk_last_error()->cuda_error; "" or NULL when there is none. Optional. */
+    const char *(*unavailable_error_name)(void *ctx);
+    /* Devices the backend exposes (0 when unavailable). For CUDA this is every
+     * GPU the runtime enumerates, with the runtime's numbering, including GPUs
+     * too old for KernelKit's kernels (see device_usable). */
+    int (*device_count)(void *ctx);
+    /* Fill the backend's fields of `out` (the registry has zeroed it and fills
+     * backend, index, spec and device_count_in_backend itself). */
+    kk_status (*device_info)(void *ctx, int index, kk_device_info *out, const char *func);
+
+    /* ---- optional (NULL when the backend has nothing to say) ---- */
+
+    /* KK_OK when KernelKit's kernels can run on the device; otherwise the
+     * reason (KK_ERR_INVALID_COMPUTE_CAPABILITY for a too-old GPU), recorded
+     * as the last error unless `func` is NULL. NULL: every device is usable. */
+    kk_status (*device_usable)(void *ctx, int index, const char *func);
+    /* Run a tiny known-answer workload on the device (every element
+     * kk__probe_value(i, seed)) and check the result. NULL: nothing to prove. */
+    kk_status (*selftest)(void *ctx, int index, const char *func);
+    /* Live telemetry (clocks, power, temperature). NULL: none. Returns KK_OK
+     * with out->available == 0 and a reason when it cannot be read. */
+    kk_status (*telemetry)(void *ctx, int index, kk_gpu_telemetry *out, const char *func);
+
+    /* ---- memory (added by a later issue) ----
+     * alloc(ctx, index, bytes, &ptr), free(ctx, ptr), copy(ctx, dst, src, bytes,
+     * direction), memset, synchronize: device buffers for tensors. */
+
+    /* ---- op dispatch (added by a later issue) ----
+     * one entry per op, or a lookup op_id -> function; NULL entries fall back to
+     * the CPU backend with one logged warning. */
+} kk__backend;
+
+/* The tables. Every build defines all of them (src/cuda or src/cuda_off). */
+extern const kk__backend kk__cpu_backend;
+extern const kk__backend kk__cuda_backend;
+
+/* The table for `kind`, probed; NULL for an invalid kind. */
+const kk__backend *kk__backend_get(kk_backend_kind kind);
+
+/* Resolve a device spec for public entry point `func`: parse it, probe the
+ * backend, check that it is available and the index exists. */
+kk_status kk__device_resolve(const char *func, const char *spec, const kk__backend **backend,
+                             int *index);
+
+/* What every backend's selftest writes at element i (the CUDA probe kernel,
+ * the CPU's host loop): a hash of i and the seed, so that work that did not
+ * run, ran on part of the data or wrote garbage is caught. */
+#ifdef __CUDACC__
+#define KK__HOST_DEVICE __host__ __device__
+#else
+#define KK__HOST_DEVICE
+#endif
+static inline KK__HOST_DEVICE unsigned kk__probe_value(unsigned i, unsigned seed) {
+    unsigned x = (i + 1u) * 2654435761u ^ seed;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    return x;
+}
+
+/* Generates `static void NAME(void *ctx)` that runs `static void BODY(void)`
+ * exactly once, thread-safely. */
+#define KK__BACKEND_ONCE(NAME, BODY)                    \
+    static pthread_once_t NAME##_once = PTHREAD_ONCE_INIT; \
+    static void NAME(void *ctx) {                        \
+        (void)ctx;                                       \
+        pthread_once(&NAME##_once, BODY);                \
+    }
+
+/* ---- architectures (src/backend/arch.c) ---- */
+
+/* The lowest compute capability KernelKit's kernels are built for (sm_80). */
+enum { KK__MIN_CC_MAJOR = 8, KK__MIN_CC_MINOR = 0 };
+
+/* Non-zero when (major, minor) is at least KK__MIN_CC_MAJOR.KK__MIN_CC_MINOR. */
+int kk__cc_supported(int major, int minor);
+
+/* ---- NVML telemetry (src/backend/nvml.c; needs no CUDA headers) ---- */
+
+/* Read telemetry of the GPU at `pci_bus_id` (as cudaDeviceGetPCIBusId writes
+ * it). KK_OK with out->available == 0 and a reason when NVML cannot. */
+kk_status kk__nvml_read_by_pci(const char *pci_bus_id, kk_gpu_telemetry *out);
+
+/* Same, by NVML's own index (used when the CUDA backend is unavailable). */
+kk_status kk__nvml_read_by_index(int index, kk_gpu_telemetry *out, const char *func);
+
+/* Loads NVML once. 1 when usable; else 0 and *reason (static) says why. */
+int kk__nvml_load(const char **reason);
+
+/* GPUs NVML sees (0 when NVML is unavailable). */
+int kk__nvml_device_count(void);
+
+/* "none" or comma-separated names of the clocks-event reason bits; unknown
+ * bits as "0x...". */
+void kk__throttle_text(unsigned long long reasons, char *buf, size_t size);
+
+/* ---- CPU (src/cpu) ---- */
+
+/* Fill the CPU fields of `out` (name, cores, threads, features, host memory). */
+void kk__cpu_fill_info(kk_device_info *out);
+
+/* Parsers behind kk__cpu_fill_info, on text, for tests. */
+int kk__cpu_parse_model_name(const char *cpuinfo, char *name, size_t size);
+int kk__cpu_count_physical_cores(const char *cpuinfo, const void *allowed_cpu_set,
+                                 size_t set_size);
+int kk__parse_meminfo(const char *meminfo, unsigned long long *total_bytes,
+                      unsigned long long *available_bytes);
+
+#endif

@@ -1,0 +1,37 @@
+/* The kernelkit command-line tool: one file per command, a table in main.c. */
+#ifndef KK_CLI_H
+#define KK_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kernelkit/kernelkit.h"
+
+/* Exit codes shared by every command. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary; /* one line for `kernelkit --help` */
+    int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    void (*help)(FILE *out);
+} cli_command;
+
+extern const cli_command cli_cmd_info;
+extern const cli_command cli_cmd_selftest;
+
+/* Print "kernelkit CMD: message" and a hint to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *command, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Print "kernelkit CMD: message: <last error>" to stderr; returns CLI_FAILED. */
+int cli_fail(const char *command, const char *what);
+
+/* "1.5 GiB", "60.0 MiB", "512 B" into buf; returns buf. */
+const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* Parse the options common to every command (-h/--help); the command's own
+ * options are handled by the command. */
+int cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,67 @@
+/* The CPU backend: always available, exactly one device ("cpu"). */
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+static void cpu_probe(void *ctx) { (void)ctx; }
+
+static int cpu_available(void *ctx) {
+    (void)ctx;
+    return 1;
+}
+
+static const char *cpu_unavailable_reason(void *ctx) {
+    (void)ctx;
+    return "";
+}
+
+static int cpu_device_count(void *ctx) {
+    (void)ctx;
+    return 1;
+}
+
+static kk_status cpu_device_info(void *ctx, int index, kk_device_info *out, const char *func) {
+    (void)ctx;
+    (void)index;
+    (void)func;
+    kk__cpu_fill_info(out);
+    return KK_OK;
+}
+
+/* The same known-answer check as the CUDA probe kernel, on the host. */
+static kk_status cpu_selftest(void *ctx, int index, const char *func) {
+    (void)ctx;
+    (void)index;
+    enum { N = 1 << 16 };
+    const unsigned seed = 0x4b4b5052u; /* "KKPR" */
+    volatile unsigned *buf = malloc(N * sizeof *buf); /* volatile: really store, then load */
+    if (!buf) return kk__error(KK_ERR_OUT_OF_MEMORY, func, "selftest: host allocation failed");
+    for (unsigned i = 0; i < N; i++) buf[i] = kk__probe_value(i, seed);
+    kk_status st = KK_OK;
+    for (unsigned i = 0; i < N; i++) {
+        unsigned got = buf[i], want = kk__probe_value(i, seed);
+        if (got != want) {
+            st = kk__error(KK_ERR_DEVICE_FAILURE, func,
+                           "selftest on cpu: element %u is 0x%08x, expected 0x%08x", i, got, want);
+            break;
+        }
+    }
+    free((void *)buf);
+    return st;
+}
+
+const kk__backend kk__cpu_backend = {
+    .name = "cpu",
+    .kind = KK_BACKEND_CPU,
+    .spec_forms = "\"cpu\"",
+    .unavailable_status = KK_ERR_DEVICE, /* never: the CPU is always there */
+    .context = NULL,
+    .probe = cpu_probe,
+    .available = cpu_available,
+    .unavailable_reason = cpu_unavailable_reason,
+    .device_count = cpu_device_count,
+    .device_info = cpu_device_info,
+    .selftest = cpu_selftest,
+    /* device_usable, telemetry: every CPU is usable, nothing to read */
+};

@@ -1,0 +1,48 @@
+/* Internal: the CUDA backend's own API, shared by its host code in src/cuda/,
+ * its kernels in src/cuda/kernels/ and tests.
+ *
+ * Plain C with no CUDA headers, so that tests and the CUDA-less build
+ * (src/cuda_off/, which implements the same functions as stubs returning
+ * KK_ERR_CUDA_UNAVAILABLE) can include it. Declarations that need CUDA types
+ * appear only when the includer has included the CUDA runtime headers first. */
+#ifndef KK_CUDA_CUDA_INTERNAL_H
+#define KK_CUDA_CUDA_INTERNAL_H
+
+#include "backend/backend.h" /* kk__probe_value */
+#include "kernelkit/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Result of kk__cuda_selftest. */
+typedef struct kk__cuda_selftest_result {
+    int elements;      /* values written by the kernel and checked on the host */
+    int arch_ran;      /* __CUDA_ARCH__ of the code that ran: 800, 900, ... */
+    int arch_specific; /* 1 when an arch-specific build ran (sm_90a) */
+    double ms;         /* launch to synchronize, host clock */
+} kk__cuda_selftest_result;
+
+/* Prove that KernelKit's own device code runs on CUDA device `device`: launch
+ * the probe kernel, synchronize, copy back and check every value. Errors:
+ * KK_ERR_CUDA_UNAVAILABLE (no usable CUDA), KK_ERR_INVALID_ARGUMENT (bad
+ * index), KK_ERR_INVALID_COMPUTE_CAPABILITY (GPU older than 8.0),
+ * KK_ERR_KERNEL_LAUNCH (launch/run failed or wrong values; the CUDA error name
+ * is in kk_last_error()->cuda_error), KK_ERR_OUT_OF_MEMORY, KK_ERR_DEVICE_FAILURE.
+ * `result` may be NULL. */
+kk_status kk__cuda_selftest(int device, kk__cuda_selftest_result *result);
+
+/* Non-zero when device `device` exists and KernelKit's kernels can run on it. */
+int kk__cuda_device_usable(int device);
+
+#ifdef CUDART_VERSION /* the includer has the CUDA runtime API */
+/* Launch the probe kernel: d_out[0..n) = kk__probe_value(i, seed), d_out[n] =
+ * __CUDA_ARCH__, d_out[n + 1] = 1 for an arch-specific build. d_out must hold
+ * n + 2 values. Returns the launch status (not the completion status). */
+cudaError_t kk__probe_launch(unsigned *d_out, int n, unsigned seed, cudaStream_t stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# labels: unit cpu
+# The CLI's conventions: help, version, exit codes, clear messages for bad input.
+set -uo pipefail
+cli=$1
+fails=0
+check() { # check NAME EXPECTED_RC PATTERN -- command...
+  local name=$1 want=$2 pattern=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fails=$((fails+1)); return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; fails=$((fails+1)); return
+  fi
+  echo "ok   $name"
+}
+check help           0 "Usage: kernelkit"                -- "$cli" --help
+check help-short     0 "Commands:"                       -- "$cli" -h
+check help-cmd       0 "Usage: kernelkit info"           -- "$cli" help info
+check cmd-help       0 "Usage: kernelkit info"           -- "$cli" info --help
+check version        0 "^kernelkit [0-9]+\.[0-9]+\.[0-9]+"  -- "$cli" --version
+check unknown-cmd    2 "unknown command 'frobnicate'"    -- "$cli" frobnicate
+check unknown-opt    2 "unknown option '--bogus'"        -- "$cli" --bogus
+check unknown-subopt 2 "kernelkit info: unknown option '--bogus'" -- "$cli" info --bogus
+check missing-value  2 "needs a value"                   -- "$cli" info --device
+check bad-device     2 "bad --device"                    -- "$cli" info --device gpu:7
+check bad-log        2 "bad --log value"                 -- "$cli" --log loud info
+check extra-arg      2 "unexpected argument 'extra'"     -- "$cli" info extra
+check info           0 "Best device: (cpu|cuda:0)"       -- "$cli" info
+check info-cpu       0 "cpu: "                           -- "$cli" info --device cpu
+check info-json      0 '"best_device"'                   -- "$cli" info --json
+check selftest       0 "Summary: 1 passed, 0 failed"     -- "$cli" selftest
+check main-job       0 "Summary: 1 passed, 0 failed"     -- "$cli"
+check log-info       0 "INFO kernelkit"                  -- env KK_LOG=info "$cli" info
+
+# info --json must be valid JSON with the documented top-level members.
+if command -v python3 >/dev/null; then
+  if "$cli" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert {"build","backends","devices","best_device"} <= d.keys(); assert d["devices"][0]["device"]=="cpu"'; then
+    echo "ok   info-json-valid"
+  else
+    echo "FAIL info-json-valid"; fails=$((fails+1))
+  fi
+fi
+
+# Without a GPU, the CUDA backend must say why, and asking for it must fail cleanly.
+if ! "$cli" info | grep -qE "^  cuda +available"; then
+  check no-gpu-reason 0 "cuda +unavailable: .+"           -- "$cli" info
+  check no-gpu-device 1 "cuda:0"                          -- "$cli" info --device cuda:0
+fi
+
+echo "$((fails)) failed"
+[ "$fails" -eq 0 ]

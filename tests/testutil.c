@@ -1,0 +1,48 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int kk_test_no_gpu(void) {
+    if (kk_backend_available(KK_BACKEND_CUDA)) return 0;
+    printf("SKIP: no usable CUDA device: %s\n", kk_backend_unavailable_reason(KK_BACKEND_CUDA));
+    return 1;
+}
+
+const char *kk_test_write_temp(const char *text, size_t len) {
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/kk_test_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    close(fd);
+    return path;
+}
+
+int kk_test_run(const char *cmd, char *buf, size_t size) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t used = 0;
+    if (size) buf[0] = 0;
+    while (size && used + 1 < size) {
+        size_t n = fread(buf + used, 1, size - 1 - used, p);
+        if (n == 0) break;
+        used += n;
+    }
+    if (size) buf[used] = 0;
+    char drain[512];
+    while (fread(drain, 1, sizeof drain, p) > 0) {
+    }
+    int rc = pclose(p);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}

@@ -1,0 +1,47 @@
+/* Shared helpers for the cmocka tests. Include after <cmocka.h>'s prerequisites. */
+#ifndef KK_TESTUTIL_H
+#define KK_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kernelkit/kernelkit.h"
+
+/* Exit code that CTest reports as SKIPPED. */
+#define KK_TEST_SKIP 77
+
+/* Assert a call returned `expected`, printing the last error when it did not. */
+#define kk_assert_status(call, expected)                                              \
+    do {                                                                              \
+        kk_status kk__got = (call);                                                   \
+        if (kk__got != (expected))                                                    \
+            fail_msg("%s returned %s, expected %s; last error: %s", #call,            \
+                     kk_status_name(kk__got), kk_status_name(expected),               \
+                     kk_last_error_message());                                        \
+    } while (0)
+
+#define kk_assert_ok(call) kk_assert_status((call), KK_OK)
+
+/* Assert `haystack` contains `needle`. */
+#define kk_assert_contains(haystack, needle)                                          \
+    do {                                                                              \
+        const char *kk__h = (haystack), *kk__n = (needle);                            \
+        if (!kk__h || !strstr(kk__h, kk__n))                                          \
+            fail_msg("expected \"%s\" to contain \"%s\"", kk__h ? kk__h : "(null)",   \
+                     kk__n);                                                          \
+    } while (0)
+
+/* For tests labelled gpu: returns non-zero (and prints why) when no usable
+ * CUDA device is present, so main() can return KK_TEST_SKIP. */
+int kk_test_no_gpu(void);
+
+/* Write `text` to a new temporary file; returns its path (static buffer). */
+const char *kk_test_write_temp(const char *text, size_t len);
+
+/* Run a shell command, capture stdout+stderr into buf; returns the exit code. */
+int kk_test_run(const char *cmd, char *buf, size_t size);
+
+#endif
