@@ -31,7 +31,11 @@ LD_LIBRARY_PATH="$prefix/lib" "$work/consumer/build/device_info" | tee "$work/ou
 grep -q "best device:" "$work/out1"
 grep -q "selftest on .*: ok" "$work/out1"
 
-# pkg-config
+# pkg-config (the GPU machines have no pkg-config: skip that half there)
+if ! command -v pkg-config >/dev/null || ! command -v cc >/dev/null; then
+  echo "install + find_package: ok (pkg-config or cc not installed: pkg-config half skipped)"
+  exit 0
+fi
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc "$src/examples/device_info.c" \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kernelkit) -o "$work/di2"
 LD_LIBRARY_PATH="$prefix/lib" "$work/di2" | grep -q "best device:"

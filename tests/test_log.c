@@ -9,6 +9,7 @@
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,9 +436,24 @@ static void set_level_rejects_bad_input_and_has_a_fixed_capacity(void **state) {
     /* A spec that needs a new slot changes nothing at all. */
     kk_assert_status(kk_log_configure("error,app.p1=trace,app.new=info"),
                      KK_ERR_INVALID_ARGUMENT);
-    kk_assert_contains(kk_last_error_message(), "app.new");
+    kk_assert_contains(kk_last_error_message(), "\"app.new\"");
+    assert_string_equal(kk_last_error()->value, "app.new");
     assert_int_equal(kk_log_get_level("app"), KK_LOG_INFO);
     assert_int_equal(kk_log_get_level("app.p1"), KK_LOG_DEBUG);
+
+    /* With one slot left, the second new prefix is the one named. */
+    kk_log_reset();
+    kk_log_set_sink(capture_sink, &g_cap);
+    for (int i = 0; i < 63; i++) {
+        snprintf(name, sizeof name, "app.p%d", i);
+        kk_assert_ok(kk_log_set_level(name, KK_LOG_DEBUG));
+    }
+    kk_assert_status(kk_log_configure("app.a=info,app.p3=info,app.b=info"),
+                     KK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kk_last_error()->value, "app.b");
+    assert_int_equal(kk_log_get_level("app.a"), KK_LOG_WARN);
+    kk_assert_ok(kk_log_configure("app.a=info,app.p3=info"));
+    assert_int_equal(kk_log_get_level("app.a"), KK_LOG_INFO);
 
     kk_log_reset(); /* empties the table */
     kk_assert_ok(kk_log_set_level("app.new", KK_LOG_INFO));
@@ -660,6 +676,37 @@ static void a_sink_may_call_back_into_logging(void **state) {
     g_nested_enabled = -1;
     log_one(KK_LOG_ERROR, "app", "second", NULL, 0);
     assert_int_equal(g_nested_enabled, -1);
+}
+
+/* Once kk_log_set_sink returns, the old sink is not running any more, so its
+ * user data can be freed. */
+static atomic_int g_slow_inside;
+
+static void slow_sink(const kk_log_record *r, void *user_data) {
+    (void)r;
+    (void)user_data;
+    atomic_store(&g_slow_inside, 1);
+    struct timespec pause = {0, 100 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    atomic_store(&g_slow_inside, 0);
+}
+
+static void *log_once_thread(void *arg) {
+    (void)arg;
+    kk_log_write(KK_LOG_ERROR, "app", "slow", NULL, 0);
+    return NULL;
+}
+
+static void replacing_the_sink_waits_for_the_old_one(void **state) {
+    (void)state;
+    kk_log_set_sink(slow_sink, NULL);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, log_once_thread, NULL), 0);
+    while (!atomic_load(&g_slow_inside)) sched_yield();
+    kk_log_set_sink(capture_sink, &g_cap);
+    assert_int_equal(atomic_load(&g_slow_inside), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    log_one(KK_LOG_ERROR, "app", "new sink", NULL, 0);
 }
 
 /* ---- many threads ---- */
@@ -924,6 +971,7 @@ int main(int argc, char **argv) {
         TEST(kk_log_format_json_from_env),
         TEST(sink_receives_records_and_null_restores_stderr),
         TEST(a_sink_may_call_back_into_logging),
+        TEST(replacing_the_sink_waits_for_the_old_one),
         TEST(threads_log_concurrently_without_tearing),
         TEST(huge_records_are_truncated_safely),
         TEST(every_cut_point_gives_a_valid_line),

@@ -5,8 +5,8 @@
  * mutex) guards the sink and the shared line buffer and serialises sink
  * calls. The two are never held together, so there is no lock order to get
  * wrong. kk_log_enabled usually takes no lock at all: it first checks atomic
- * summaries of the table (the highest level anywhere, and whether any
- * per-logger level exists).
+ * summaries of the table (the highest and lowest level set anywhere, and
+ * whether any per-logger level exists).
  *
  * A sink runs with g_out_lock held, so records logged from inside a sink are
  * dropped (they would deadlock or recurse); a sink may still replace the sink
@@ -22,9 +22,7 @@
 #include "core/error.h"
 #include "core/log_internal.h"
 
-/* Defined in log_format.c. */
-size_t kk__log_format_line(const kk_log_record *record, kk_log_format format, char *buf,
-                           size_t cap);
+#include "core/log_format.h"
 
 enum {
     MAX_PREFIXES = 64,  /* per-logger levels; fixed so nothing grows without bound */
@@ -51,8 +49,9 @@ static kk_log_level g_default_level = KK_LOG_WARN; /* guarded by g_levels_lock *
 
 /* Summaries for kk_log_enabled, published under the write lock. A reader
  * racing a reconfiguration may see the old or the new answer, nothing else. */
-static atomic_int g_max_level = KK_LOG_WARN;
-static atomic_size_t g_has_prefixes;
+static atomic_int g_max_level = KK_LOG_WARN; /* the highest level set anywhere */
+static atomic_int g_min_level = KK_LOG_WARN; /* the lowest */
+static atomic_size_t g_has_prefixes;        /* non-zero: per-logger levels exist */
 static atomic_int g_format = KK_LOG_FORMAT_TEXT;
 
 static void stderr_sink(const kk_log_record *record, void *user_data);
@@ -152,10 +151,14 @@ static void set_prefix_locked(const char *name, size_t len, kk_log_level level) 
 }
 
 static void publish_summary_locked(void) {
-    int max = (int)g_default_level;
-    for (size_t i = 0; i < g_prefix_count; i++)
-        if ((int)g_prefixes[i].level > max) max = (int)g_prefixes[i].level;
+    int max = (int)g_default_level, min = max;
+    for (size_t i = 0; i < g_prefix_count; i++) {
+        int lv = (int)g_prefixes[i].level;
+        if (lv > max) max = lv;
+        if (lv < min) min = lv;
+    }
     atomic_store(&g_max_level, max);
+    atomic_store(&g_min_level, min);
     atomic_store(&g_has_prefixes, g_prefix_count);
 }
 
@@ -245,8 +248,8 @@ static void trim(const char **s, size_t *n) {
 static int spec_full(spec_error *err, const char *name, size_t len) {
     int nl = len > 100 ? 100 : (int)len;
     snprintf(err->token, sizeof err->token, "%.*s", nl, name);
-    snprintf(err->problem, sizeof err->problem, "too many logger prefixes: no room for \"%.*s\": "
-             "expected " TABLE_FULL, nl, name);
+    snprintf(err->problem, sizeof err->problem,
+             "too many logger prefixes: no room for \"%.*s\": expected " TABLE_FULL, nl, name);
     err->expected = TABLE_FULL;
     return -1;
 }
@@ -302,16 +305,14 @@ static int parse_spec(const char *spec, parsed_spec *out, spec_error *err) {
 /* Fails only when the new prefixes do not fit, and then changes nothing. */
 static int apply_spec(const parsed_spec *spec, spec_error *err) {
     pthread_rwlock_wrlock(&g_levels_lock);
-    size_t fresh = 0;
-    const spec_item *first_fresh = NULL;
+    size_t fresh = 0, room = MAX_PREFIXES - g_prefix_count;
     for (size_t i = 0; i < spec->count; i++) {
-        if (find_prefix_locked(spec->items[i].name, spec->items[i].len) >= 0) continue;
-        if (!first_fresh) first_fresh = &spec->items[i];
-        fresh++;
-    }
-    if (g_prefix_count + fresh > MAX_PREFIXES) {
-        pthread_rwlock_unlock(&g_levels_lock);
-        return spec_full(err, first_fresh->name, first_fresh->len);
+        const spec_item *item = &spec->items[i];
+        if (find_prefix_locked(item->name, item->len) >= 0) continue;
+        if (++fresh > room) {
+            pthread_rwlock_unlock(&g_levels_lock);
+            return spec_full(err, item->name, item->len); /* the first that does not fit */
+        }
     }
     for (size_t i = 0; i < spec->count; i++)
         set_prefix_locked(spec->items[i].name, spec->items[i].len, spec->items[i].level);
@@ -345,9 +346,13 @@ typedef struct env_problems {
     env_problem item[2]; /* KK_LOG_FORMAT, KK_LOG */
 } env_problems;
 
+/* Where the first read stands. READY is checked on every call, so it is the
+ * only value the fast path needs to see. */
+enum { INIT_NOT_DONE = 0, INIT_REPORT_PENDING = 1, INIT_READY = 2 };
+
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static atomic_int g_init_state;
 static env_problems g_first_problems; /* written once by read_env_once, then read-only */
-static atomic_int g_first_problems_pending;
 
 static void note_problem(env_problems *p, const char *var, const char *value,
                          const char *problem) {
@@ -382,15 +387,19 @@ static void report_problems(const env_problems *p) {
 
 static void read_env_once(void) {
     read_env(&g_first_problems);
-    atomic_store(&g_first_problems_pending, g_first_problems.count > 0);
+    atomic_store(&g_init_state, g_first_problems.count ? INIT_REPORT_PENDING : INIT_READY);
 }
 
-static void ensure_init(void) {
+static void finish_init(void) {
     pthread_once(&g_once, read_env_once);
-    /* One relaxed load on the hot path; the exchange makes the report happen once. */
-    if (atomic_load_explicit(&g_first_problems_pending, memory_order_relaxed) &&
-        atomic_exchange(&g_first_problems_pending, 0))
+    /* The exchange lets exactly one caller report. */
+    if (atomic_exchange(&g_init_state, INIT_READY) == INIT_REPORT_PENDING)
         report_problems(&g_first_problems);
+}
+
+/* One acquire load once initialised: this runs on every kk_log_enabled. */
+static inline void ensure_init(void) {
+    if (atomic_load_explicit(&g_init_state, memory_order_acquire) != INIT_READY) finish_init();
 }
 
 /* ---- public configuration ---- */
@@ -439,14 +448,17 @@ kk_log_level kk_log_get_level(const char *logger) {
 }
 
 /* Called for every KK_LOG in the library, so the common cases take no lock:
- * above the highest level set anywhere, or no per-logger levels at all. */
+ * above the highest level set anywhere, at or below the lowest, or no
+ * per-logger levels at all. */
 int kk_log_enabled(const char *logger, kk_log_level level) {
     ensure_init();
     int lv = (int)level;
     if (lv < KK_LOG_ERROR || lv > atomic_load_explicit(&g_max_level, memory_order_relaxed))
         return 0;
     if (t_in_sink) return 0; /* kk_log_write would drop it */
-    if (atomic_load_explicit(&g_has_prefixes, memory_order_relaxed) == 0) return 1;
+    if (lv <= atomic_load_explicit(&g_min_level, memory_order_relaxed) ||
+        atomic_load_explicit(&g_has_prefixes, memory_order_relaxed) == 0)
+        return 1;
     return lv <= (int)level_of(logger);
 }
 
@@ -487,7 +499,7 @@ void kk_log_reset(void) {
     pthread_once(&g_once, read_env_once);
     /* The environment is read again below and reported afresh: a report still
      * pending from the first read would be a duplicate. */
-    atomic_store(&g_first_problems_pending, 0);
+    atomic_store(&g_init_state, INIT_READY);
     reset_levels();
     atomic_store(&g_format, KK_LOG_FORMAT_TEXT);
     replace_sink(NULL, NULL);

@@ -15,9 +15,7 @@
 
 #include "kernelkit/log.h"
 
-/* Also declared in log.c, its only caller (there is no internal header for it). */
-size_t kk__log_format_line(const kk_log_record *record, kk_log_format format, char *buf,
-                           size_t cap);
+#include "core/log_format.h"
 
 /* Kept back while writing content so that a cut line can always be closed.
  * At most one closing quote goes into it (after that nothing else fits), then

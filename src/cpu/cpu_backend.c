@@ -1,10 +1,27 @@
 /* The CPU backend: always available, exactly one device ("cpu"). */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/log_internal.h"
 
-static void cpu_probe(void *ctx) { (void)ctx; }
+/* Probing the CPU cannot fail; it only announces, once, what was found. */
+static void cpu_announce(void) {
+    if (!kk_log_enabled("kernelkit.cpu", KK_LOG_INFO)) return;
+    kk_device_info info;
+    char simd[256];
+    kk__cpu_fill_info(&info);
+    KK_LOG(KK_LOG_INFO, "kernelkit.cpu", "backend initialized", KK_F_STR("device", info.name),
+           KK_F_INT("cores", info.cpu_cores), KK_F_INT("threads", info.cpu_threads),
+           KK_F_STR("simd", kk_cpu_features_str(info.cpu_features, simd, sizeof simd)));
+}
+
+static void cpu_probe(void *ctx) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    (void)ctx;
+    pthread_once(&once, cpu_announce);
+}
 
 static int cpu_available(void *ctx) {
     (void)ctx;

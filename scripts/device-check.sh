@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Build, test and gather evidence on a lent GPU machine in one call.
+# The machine has nvcc and cmake but no cJSON/cmocka and no package registry,
+# so their headers and .so files travel in .deps/ (see docs/backends/nvidia.md).
+# Results go under $OUT (the device tool's output folder), or /tmp/kk-out.
+set -uo pipefail
+# The device tool brings back at most 8 files: logs go into one tarball.
+RESULTS=${OUT:-/tmp/kk-out}
+OUT=/tmp/kk-logs
+mkdir -p "$RESULTS" "$OUT"
+trap 'tar czf "$RESULTS/device-logs.tgz" -C /tmp kk-logs; cp "$OUT"/info.json "$RESULTS"/ 2>/dev/null' EXIT
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
+build=build-gpu
+
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+nvidia-smi -q -d CLOCK,POWER,TEMPERATURE,PERFORMANCE > "$OUT/nvidia-smi-q.txt" 2>&1
+
+echo "== build"
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release \
+  -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
+  -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
+  > "$OUT/build.log" 2>&1 &&
+cmake --build $build -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+
+echo "== kernelkit info"
+./$build/kernelkit info | tee "$OUT/info.txt"
+./$build/kernelkit info --json > "$OUT/info.json"
+echo "== kernelkit (main job)"
+KK_LOG=info ./$build/kernelkit 2>&1 | tee "$OUT/selftest.txt"
+
+echo "== ctest"
+ctest --test-dir $build --output-on-failure -j4 > "$OUT/ctest.txt" 2>&1
+tail -25 "$OUT/ctest.txt"
+
+echo "== compute-sanitizer"
+for tool in memcheck racecheck; do
+  for t in $build/kernelkit $build/tests/test_cuda_device ${EXTRA_SANITIZE:-}; do
+    compute-sanitizer --tool $tool --error-exitcode 9 $t > "$OUT/sanitizer-$tool-$(basename $t).txt" 2>&1
+    echo "$tool $(basename $t): exit $? $(tail -1 "$OUT/sanitizer-$tool-$(basename $t).txt")"
+  done
+done
