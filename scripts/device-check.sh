@@ -17,7 +17,8 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 nvidia-smi -q -d CLOCK,POWER,TEMPERATURE,PERFORMANCE > "$OUT/nvidia-smi-q.txt" 2>&1
 
 echo "== build"
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release \
+commit=$(cat .commit 2>/dev/null || echo "")
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DKK_GIT_COMMIT_OVERRIDE="$commit" \
   -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
   -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
   > "$OUT/build.log" 2>&1 &&
