@@ -27,7 +27,7 @@ target_link_libraries(device_info PRIVATE KernelKit::kernelkit)
 CMAKE
 cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/consumer/build" >/dev/null
-LD_LIBRARY_PATH="$prefix/lib" "$work/consumer/build/device_info" | tee "$work/out1"
+LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer/build/device_info" | tee "$work/out1"
 grep -q "best device:" "$work/out1"
 grep -q "selftest on .*: ok" "$work/out1"
 
@@ -38,5 +38,5 @@ if ! command -v pkg-config >/dev/null || ! command -v cc >/dev/null; then
 fi
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc "$src/examples/device_info.c" \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kernelkit) -o "$work/di2"
-LD_LIBRARY_PATH="$prefix/lib" "$work/di2" | grep -q "best device:"
+LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/di2" | grep -q "best device:"
 echo "install + find_package + pkg-config: ok"
