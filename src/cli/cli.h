@@ -19,6 +19,7 @@ typedef struct cli_command {
 
 extern const cli_command cli_cmd_info;
 extern const cli_command cli_cmd_selftest;
+extern const cli_command cli_cmd_config;
 
 /* Print "kernelkit CMD: message" and a hint to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...)

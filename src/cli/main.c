@@ -8,6 +8,7 @@
 static const cli_command *const k_commands[] = {
     &cli_cmd_info,
     &cli_cmd_selftest,
+    &cli_cmd_config,
 };
 #define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 
