@@ -33,6 +33,12 @@ check info-cpu       0 "cpu: "                           -- "$cli" info --device
 check info-json      0 '"best_device"'                   -- "$cli" info --json
 check selftest       0 "Summary: 1 passed, 0 failed"     -- "$cli" selftest
 check main-job       0 "Summary: 1 passed, 0 failed"     -- "$cli"
+check config         0 '"safety_margin"'                 -- "$cli" config
+check config-level   0 '"fp8_enabled":[[:space:]]+true'  -- "$cli" config --level aggressive
+check config-valid   0 "full.json: valid"                -- "$cli" config --validate "$2/tests/data/config/full.json"
+check config-invalid 1 'hardware.nvidia.architecture: "pentium"' -- "$cli" config --validate "$2/tests/data/config/bad_arch.json"
+check config-env-bad 1 "KK_OPT_LEVEL=loud"               -- env KK_OPT_LEVEL=loud "$cli" config
+check config-bad-opt 2 "bad --mode"                      -- "$cli" config --mode fast
 check log-info       0 "INFO kernelkit"                  -- env KK_LOG=info "$cli" info
 
 # info --json must be valid JSON with the documented top-level members.
