@@ -9,6 +9,7 @@
 #include "kernelkit/config.h"
 #include "kernelkit/device.h"
 #include "kernelkit/dtype.h"
+#include "kernelkit/npy.h"
 
 #ifdef __cplusplus
 extern "C" {
