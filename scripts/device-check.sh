@@ -34,10 +34,16 @@ echo "== ctest"
 ctest --test-dir $build --output-on-failure -j4 > "$OUT/ctest.txt" 2>&1
 tail -25 "$OUT/ctest.txt"
 
+echo "== memory-manager benchmark"
+if [ -x $build/bench/kk_alloc_bench ]; then
+  ./$build/bench/kk_alloc_bench --device cuda:0 --output "$RESULTS/alloc-bench-cuda0.json" > "$OUT/alloc-bench.txt" 2>&1
+  tail -12 "$OUT/alloc-bench.txt"
+fi
+
 echo "== compute-sanitizer"
 for tool in memcheck racecheck; do
-  for t in $build/kernelkit $build/tests/test_cuda_device ${EXTRA_SANITIZE:-}; do
-    compute-sanitizer --tool $tool --error-exitcode 9 $t > "$OUT/sanitizer-$tool-$(basename $t).txt" 2>&1
+  for t in $build/kernelkit $build/tests/test_cuda_*; do
+    KK_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $t > "$OUT/sanitizer-$tool-$(basename $t).txt" 2>&1
     echo "$tool $(basename $t): exit $? $(tail -1 "$OUT/sanitizer-$tool-$(basename $t).txt")"
   done
 done

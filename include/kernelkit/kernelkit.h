@@ -10,6 +10,9 @@
 #include "kernelkit/device.h"
 #include "kernelkit/dtype.h"
 #include "kernelkit/npy.h"
+#include "kernelkit/memory.h"
+#include "kernelkit/tensor.h"
+#include "kernelkit/quant.h"
 
 #ifdef __cplusplus
 extern "C" {

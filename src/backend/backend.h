@@ -77,14 +77,61 @@ typedef struct kk__backend {
      * with out->available == 0 and a reason when it cannot be read. */
     kk_status (*telemetry)(void *ctx, int index, kk_gpu_telemetry *out, const char *func);
 
-    /* ---- memory (added by a later issue) ----
-     * alloc(ctx, index, bytes, &ptr), free(ctx, ptr), copy(ctx, dst, src, bytes,
-     * direction), memset, synchronize: device buffers for tensors. */
+    /* ---- memory ----
+     * The backend's raw memory entry points; the caching allocator shared by
+     * every backend (src/backend/memory*.c) is built on them. NULL: the
+     * backend has no memory of its own (kk_mem_* then say KK_ERR_UNSUPPORTED). */
+    const struct kk__mem_ops *mem;
 
     /* ---- op dispatch (added by a later issue) ----
      * one entry per op, or a lookup op_id -> function; NULL entries fall back to
      * the CPU backend with one logged warning. */
 } kk__backend;
+
+/* Raw memory of one backend. `ctx` is the backend table's context, indices
+ * are checked, `func` names the public entry point for error messages, and
+ * errors are recorded (kk__error, kk__cuda_error) before they are returned. */
+typedef struct kk__mem_ops {
+    /* Take `bytes` (a multiple of 512) of device memory aligned to at least
+     * 256 bytes. KK_ERR_OUT_OF_MEMORY when the device has too little (the
+     * allocator then releases its cache and tries again); any other status is
+     * passed on to the caller. Required. */
+    kk_status (*alloc)(void *ctx, int index, size_t bytes, void **ptr, const char *func);
+    /* Give back memory from `alloc`. Cannot fail (errors are logged). Required. */
+    void (*free)(void *ctx, int index, void *ptr);
+    /* Free and total bytes of the device, for out-of-memory protection.
+     * Optional (NULL: only the allocator's own limit is checked). */
+    kk_status (*info)(void *ctx, int index, uint64_t *free_bytes, uint64_t *total_bytes,
+                      const char *func);
+
+    /* Stream ordering. All NULL on a backend without streams (the CPU): a
+     * freed block is then reusable at once on every stream. `stream` NULL is
+     * the device's default stream. */
+    kk_status (*event_create)(void *ctx, int index, void **event);
+    kk_status (*event_record)(void *ctx, int index, void *event, void *stream);
+    int (*event_done)(void *ctx, void *event); /* 1: complete (or failed), 0: pending */
+    void (*event_wait)(void *ctx, void *event);
+    void (*event_destroy)(void *ctx, void *event);
+    /* Wait for all work on the device: the fallback when an event cannot be
+     * recorded at a free. */
+    void (*synchronize)(void *ctx, int index);
+
+    /* Copy `bytes` synchronously with respect to the host; index -1 is host
+     * memory, otherwise a device of this backend. Validates the pointers as
+     * far as the backend can tell what they are. Required. */
+    kk_status (*copy)(void *ctx, void *dst, int dst_index, const void *src, int src_index,
+                      size_t bytes, const char *func);
+    /* The device of this backend that `ptr` points into, or -1 (host memory,
+     * or the backend cannot tell): kk_mem_copy refuses device memory named
+     * as host memory with it. Optional. */
+    int (*pointer_device)(void *ctx, const void *ptr);
+    /* Page-locked host memory for transfers. Optional. */
+    kk_status (*host_alloc)(void *ctx, size_t bytes, void **ptr, const char *func);
+    void (*host_free)(void *ctx, void *ptr);
+} kk__mem_ops;
+
+extern const kk__mem_ops kk__cpu_mem_ops;  /* src/cpu/cpu_memory.c */
+extern const kk__mem_ops kk__cuda_mem_ops; /* src/cuda/memory.c (CUDA builds only) */
 
 /* The tables. Every build defines all of them (src/cuda or src/cuda_off). */
 extern const kk__backend kk__cpu_backend;

@@ -930,7 +930,7 @@ static kk_status check_shape_arg(const char *function, int ndim, const int64_t *
                              "a non-NULL pointer when ndim > 0", "NULL");
     for (int d = 0; d < ndim; d++)
         if (shape[d] < 0) {
-            char name[16];
+            char name[32]; /* "shape[" + an int + "]" always fits */
             snprintf(name, sizeof name, "shape[%d]", d);
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, function, name, "at least 0", "%lld",
                                  (long long)shape[d]);

@@ -80,5 +80,6 @@ const kk__backend kk__cpu_backend = {
     .device_count = cpu_device_count,
     .device_info = cpu_device_info,
     .selftest = cpu_selftest,
+    .mem = &kk__cpu_mem_ops,
     /* device_usable, telemetry: every CPU is usable, nothing to read */
 };

@@ -480,4 +480,5 @@ const kk__backend kk__cuda_backend = {
     .device_usable = cuda_device_usable,
     .selftest = cuda_selftest,
     .telemetry = cuda_telemetry,
+    .mem = &kk__cuda_mem_ops,
 };
