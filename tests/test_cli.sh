@@ -43,7 +43,7 @@ check log-info       0 "INFO kernelkit"                  -- env KK_LOG=info "$cl
 
 # info --json must be valid JSON with the documented top-level members.
 if command -v python3 >/dev/null; then
-  if "$cli" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert {"build","backends","devices","best_device"} <= d.keys(); assert d["devices"][0]["device"]=="cpu"'; then
+  if "$cli" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert {"build","backends","devices","best_device"} <= d.keys(); assert d["devices"][0]["device"]=="cpu"; assert "cache_hits" in d["devices"][0]["memory_manager"]'; then
     echo "ok   info-json-valid"
   else
     echo "FAIL info-json-valid"; fails=$((fails+1))

@@ -182,6 +182,29 @@ static cJSON *telemetry_json(int index) {
     return o;
 }
 
+/* The device allocator's statistics (this process's use of the device). */
+static cJSON *memory_stats_json(const char *spec) {
+    cJSON *o = cJSON_CreateObject();
+    kk_mem_stats s;
+    if (kk_mem_stats_get(spec, -1, &s) != KK_OK) {
+        cJSON_AddStringToObject(o, "error", kk_last_error_message());
+        return o;
+    }
+    cJSON_AddNumberToObject(o, "allocated_bytes", (double)s.allocated_bytes);
+    cJSON_AddNumberToObject(o, "reserved_bytes", (double)s.reserved_bytes);
+    cJSON_AddNumberToObject(o, "cached_bytes", (double)s.cached_bytes);
+    cJSON_AddNumberToObject(o, "peak_allocated_bytes", (double)s.peak_allocated_bytes);
+    cJSON_AddNumberToObject(o, "peak_reserved_bytes", (double)s.peak_reserved_bytes);
+    cJSON_AddNumberToObject(o, "alloc_count", (double)s.alloc_count);
+    cJSON_AddNumberToObject(o, "free_count", (double)s.free_count);
+    cJSON_AddNumberToObject(o, "cache_hits", (double)s.cache_hits);
+    cJSON_AddNumberToObject(o, "cache_misses", (double)s.cache_misses);
+    cJSON_AddNumberToObject(o, "system_alloc_count", (double)s.system_alloc_count);
+    cJSON_AddNumberToObject(o, "system_free_count", (double)s.system_free_count);
+    cJSON_AddNumberToObject(o, "oom_count", (double)s.oom_count);
+    return o;
+}
+
 cJSON *report_device_json(const kk_device_info *d, int with_telemetry) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "device", d->spec);
@@ -195,6 +218,7 @@ cJSON *report_device_json(const kk_device_info *d, int with_telemetry) {
         cJSON_AddStringToObject(o, "simd", kk_cpu_features_str(d->cpu_features, feats, sizeof feats));
         cJSON_AddNumberToObject(o, "memory_total_bytes", (double)d->host_mem_total_bytes);
         cJSON_AddNumberToObject(o, "memory_available_bytes", (double)d->host_mem_available_bytes);
+        cJSON_AddItemToObject(o, "memory_manager", memory_stats_json(d->spec));
         return o;
     }
     char cc[16], buf[256];
@@ -215,6 +239,7 @@ cJSON *report_device_json(const kk_device_info *d, int with_telemetry) {
     cJSON_AddStringToObject(o, "pci_bus_id", d->pci_bus_id);
     cJSON_AddStringToObject(o, "capabilities", report_gpu_capabilities(d, buf, sizeof buf));
     cJSON_AddStringToObject(o, "kernel_image", report_kernel_image(d, buf, sizeof buf));
+    cJSON_AddItemToObject(o, "memory_manager", memory_stats_json(d->spec));
     if (with_telemetry) cJSON_AddItemToObject(o, "telemetry", telemetry_json(d->index));
     return o;
 }
