@@ -216,9 +216,7 @@ KK__BACKEND_ONCE(cuda_probe, probe_once)
  * that need a device current (free memory, the selftest) run on a short-lived
  * thread of their own, whose current device dies with it. */
 
-typedef void *(*device_job_fn)(void *);
-
-static void run_on_device_thread(device_job_fn fn, void *job, int device) {
+void kk__cuda_run_on_device_thread(void *(*fn)(void *), void *job, int device) {
     pthread_t t;
     if (pthread_create(&t, NULL, fn, job) == 0) {
         pthread_join(t, NULL);
@@ -287,9 +285,9 @@ static kk_status cuda_device_info(void *ctx, int index, kk_device_info *out, con
     snprintf(out->pci_bus_id, sizeof out->pci_bus_id, "%s", s->pci_bus_id);
 
     /* Free memory needs the device current (this creates its primary context
-     * on first use); see run_on_device_thread. */
+     * on first use); see kk__cuda_run_on_device_thread. */
     meminfo_job j = {.device = index, .err = cudaSuccess, .free_bytes = 0, .total_bytes = 0};
-    run_on_device_thread(meminfo_thread, &j, index);
+    kk__cuda_run_on_device_thread(meminfo_thread, &j, index);
     if (j.err != cudaSuccess)
         return kk__cuda_error(KK_ERR_DEVICE_FAILURE, func, cudaGetErrorName(j.err),
                               cudaGetErrorString(j.err), "cannot read free memory of cuda:%d",
@@ -391,7 +389,7 @@ static kk_status selftest(int device, kk__cuda_selftest_result *res, const char 
     selftest_job j = {.device = device, .seed = 0x4b4b5052u ^ (unsigned)device /* "KKPR" */};
     j.h_out = malloc((PROBE_N + 2) * sizeof *j.h_out);
     if (!j.h_out) return kk__error(KK_ERR_OUT_OF_MEMORY, func, "selftest: host allocation failed");
-    run_on_device_thread(selftest_thread, &j, device);
+    kk__cuda_run_on_device_thread(selftest_thread, &j, device);
 
     kk_status st = KK_OK;
     if (j.err != cudaSuccess) {

@@ -32,6 +32,10 @@ typedef struct kk__cuda_selftest_result {
  * `result` may be NULL. */
 kk_status kk__cuda_selftest(int device, kk__cuda_selftest_result *result);
 
+/* Run fn(job) with `device` current on a short-lived thread of its own, so the
+ * caller's current device is never changed (see cuda_backend.c for why). */
+void kk__cuda_run_on_device_thread(void *(*fn)(void *), void *job, int device);
+
 /* Non-zero when device `device` exists and KernelKit's kernels can run on it. */
 int kk__cuda_device_usable(int device);
 

@@ -4,7 +4,7 @@
  *
  * The caller's current device. cudaMalloc and friends act on the calling
  * thread's current device, and the backend's rule is never to change it for
- * good (see run_on_device_thread in cuda_backend.c). run_on() below does the
+ * good (see kk__cuda_run_on_device_thread in cuda_backend.c). run_on() below does the
  * work on the calling thread when the device is already current (the common
  * case: one GPU); when another device is current and that device's primary
  * context exists, it switches with cudaSetDevice and switches back (putting

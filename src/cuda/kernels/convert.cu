@@ -170,23 +170,6 @@ extern "C" kk_status kk__cuda_convert(const void *src_dev, kk_dtype src_dtype, v
     return KK_OK;
 }
 
-// ---- work on a device from a thread of our own (see cuda_backend.c) ----
-
-typedef void *(*device_job_fn)(void *);
-
-static void run_on_device_thread(device_job_fn fn, void *job, int device) {
-    pthread_t t;
-    if (pthread_create(&t, NULL, fn, job) == 0) {
-        pthread_join(t, NULL);
-        return;
-    }
-    int prev = -1;
-    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
-    fn(job);
-    if (prev >= 0 && prev != device) cudaSetDevice(prev);
-    (void)cudaGetLastError();
-}
-
 static kk_status check_device(const char *func, int device) {
     if (!kk_backend_available(KK_BACKEND_CUDA))
         return kk__error(KK_ERR_CUDA_UNAVAILABLE, func, "the cuda backend is unavailable: %.700s",
@@ -276,7 +259,7 @@ extern "C" kk_status kk__cuda_convert_host_buffers(int device, const void *src_h
     j.dst = dst_host;
     j.dst_dtype = dst_dtype;
     j.count = count;
-    run_on_device_thread(convert_thread, &j, device);
+    kk__cuda_run_on_device_thread(convert_thread, &j, device);
     return j.s.report(func, device);
 }
 
@@ -440,6 +423,6 @@ extern "C" kk_status kk__cuda_convert_compare_nvidia(int device, kk_dtype dtype,
     j.device = device;
     j.dtype = dtype;
     j.out = out;
-    run_on_device_thread(compare_thread, &j, device);
+    kk__cuda_run_on_device_thread(compare_thread, &j, device);
     return j.s.report(func, device);
 }
