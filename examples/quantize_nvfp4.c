@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     if (!values || !back) goto done;
     srand(1);
     for (size_t i = 0; i < n; i++) /* a few outliers, as real activations have */
-        values[i] = ((float)rand() / RAND_MAX - 0.5f) * (i % 97 == 0 ? 40.0f : 2.0f);
+        values[i] = (float)((double)rand() / RAND_MAX - 0.5) * (i % 97 == 0 ? 40.0f : 2.0f);
 
     CHECK(kk_tensor_wrap("cpu", KK_DTYPE_F32, 2, shape, NULL, values, &host_x));
     CHECK(kk_tensor_create(device, KK_DTYPE_F32, 2, shape, &x));
