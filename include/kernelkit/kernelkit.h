@@ -13,6 +13,7 @@
 #include "kernelkit/memory.h"
 #include "kernelkit/tensor.h"
 #include "kernelkit/quant.h"
+#include "kernelkit/harness.h"
 
 #ifdef __cplusplus
 extern "C" {

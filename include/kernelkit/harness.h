@@ -1,0 +1,236 @@
+/* The correctness harness: the op registry, float64 references and the checker.
+ *
+ * Every op KernelKit has is one row of a table (kk_op): its name, its parameter
+ * schema, the tensors it takes, its FLOP and byte counts, its float64 reference,
+ * its tolerances per dtype and one kernel slot per backend. The harness, the CLI
+ * and the tests all read this table; adding an op is adding one row and one
+ * reference file (docs/harness.md, "Op registry").
+ *
+ *   const kk_op *op;
+ *   kk_op_params p;
+ *   kk_op_find("attention", &op);
+ *   if (kk_op_params_parse(op, "B=2 Hq=8 Hkv=2 Sq=100 Sk=300 D=64 causal=1", &p) != KK_OK)
+ *       puts(kk_last_error_message());  // e.g. "attention: D = 300: expected 16..256"
+ *   kk_op_tensor t[KK_OP_MAX_TENSORS];
+ *   int n;
+ *   kk_op_tensors(&p, t, &n);           // q, k, v (inputs), o (output)
+ *   ... decode the inputs to f64, kk_op_reference(&p, in, ref) ...
+ *   kk_poison(o, dtype, count, 0);      // before the kernel runs
+ *   ... run the kernel ...
+ *   kk_tolerance tol;
+ *   kk_op_tolerance(op, dtype, &tol);
+ *   kk_check_result r;
+ *   kk_check_output(o, dtype, ref[0], count, &tol, &r);   // r.pass
+ *
+ * All functions return KK_OK or an error recorded in kk_last_error(); a check
+ * that ran reports pass/fail in its result, not in the status. */
+#ifndef KERNELKIT_HARNESS_H
+#define KERNELKIT_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernelkit/device.h"
+#include "kernelkit/dtype.h"
+#include "kernelkit/status.h"
+#include "kernelkit/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KK_OP_MAX_PARAMS 16
+#define KK_OP_MAX_TENSORS 8
+#define KK_OP_MAX_TOLERANCES 4
+
+/* ---- parameter schema ---- */
+
+typedef enum kk_param_kind {
+    KK_PARAM_INT = 0, /* int64 in [min, max], a multiple of `multiple` when > 1 */
+    KK_PARAM_FLOAT,   /* finite double in [fmin, fmax] */
+    KK_PARAM_BOOL,    /* 0 or 1; parsed from 0/1/true/false/yes/no/on/off */
+    KK_PARAM_ENUM,    /* index into `choices` */
+    KK_PARAM_DTYPE    /* a kk_dtype whose name (kk_dtype_name) is in `choices` */
+} kk_param_kind;
+
+typedef struct kk_op_param {
+    const char *name; /* as written in "k=v" strings, e.g. "Hq" (case-sensitive) */
+    kk_param_kind kind;
+    int64_t min, max;           /* INT: inclusive range */
+    int64_t multiple;           /* INT: 0 or 1 = any value */
+    double fmin, fmax;          /* FLOAT: inclusive range */
+    int64_t def;                /* default of INT, BOOL, ENUM (index), DTYPE (kk_dtype) */
+    double fdef;                /* default of FLOAT */
+    const char *const *choices; /* ENUM and DTYPE: names, NULL-terminated */
+    const char *help;           /* one line */
+} kk_op_param;
+
+typedef struct kk_op kk_op;
+
+/* Parameter values of one op. Integer-like kinds live in i[], floats in f[],
+ * both indexed like op->params. Fill with kk_op_params_init / _parse. */
+typedef struct kk_op_params {
+    const kk_op *op;
+    int64_t i[KK_OP_MAX_PARAMS];
+    double f[KK_OP_MAX_PARAMS];
+} kk_op_params;
+
+/* ---- tensors an op takes ---- */
+
+/* Contiguous row-major, in the order the reference and the kernels take them:
+ * every input first, then every output. */
+typedef struct kk_op_tensor {
+    const char *name; /* "q", "k", "v", "o", "lse", ... */
+    kk_dtype dtype;
+    int ndim;
+    int64_t shape[KK_TENSOR_MAX_DIMS];
+    int64_t numel;
+    int is_output;
+} kk_op_tensor;
+
+/* ---- tolerances and the checker ---- */
+
+enum {
+    KK_CHECK_ELEMENTWISE = 1u << 0, /* every element: |out - ref| <= atol + rtol * |ref| */
+    KK_CHECK_L2 = 1u << 1,          /* ||out - ref||_2 / ||ref||_2 <= l2 */
+};
+enum {
+    /* A non-finite reference element passes when out is the same non-finite
+     * value (NaN for NaN, an infinity of the same sign). Without this flag a
+     * non-finite reference element never passes. */
+    KK_CHECK_ALLOW_NONFINITE = 1u << 0,
+};
+
+typedef struct kk_tolerance {
+    kk_dtype dtype;    /* the dtype of the output this row applies to */
+    double atol, rtol; /* elementwise rule */
+    double l2;         /* relative L2 limit */
+    unsigned criteria; /* KK_CHECK_ELEMENTWISE and/or KK_CHECK_L2: what decides pass */
+    unsigned flags;    /* KK_CHECK_ALLOW_NONFINITE */
+} kk_tolerance;
+
+typedef struct kk_check_result {
+    int pass;
+    size_t count;           /* elements compared */
+    double max_abs_err;     /* max |out - ref| (+inf when a non-finite mismatch) */
+    size_t max_abs_index;   /* where max_abs_err is */
+    double max_rel_err;     /* max |out - ref| / max(|ref|, KK_CHECK_REL_TINY) */
+    double rel_l2_err;      /* ||out - ref|| / ||ref||; 0 or +inf when ||ref|| = 0 */
+    size_t bad_count;       /* elements breaking the elementwise rule or the NaN rule */
+    size_t nonfinite_count; /* of those: NaN/inf mismatches (poison that survived...) */
+    int64_t first_bad;      /* flat index of the first bad element; -1 when none */
+    double first_bad_out, first_bad_ref;
+    kk_tolerance tol; /* what was applied */
+} kk_check_result;
+
+/* The floor of the denominator of the relative error: it only avoids a
+ * division by zero, so an output that should be 0 and is not shows a huge
+ * relative error, as it should. */
+#define KK_CHECK_REL_TINY 1e-30
+
+/* ---- the registry row ---- */
+
+/* Inputs and outputs are float64 arrays, contiguous, in kk_op_tensors order,
+ * the inputs already decoded exactly from their dtype. Params are valid. */
+typedef kk_status (*kk_op_reference_fn)(const kk_op_params *p, const double *const *inputs,
+                                        double *const *outputs);
+
+/* A backend's kernel: tensors in kk_op_tensors order (inputs, then outputs),
+ * on that backend's device. The CPU and CUDA ops fill these slots. */
+typedef kk_status (*kk_op_kernel_fn)(const kk_op_params *p, kk_tensor *const *tensors);
+
+struct kk_op {
+    const char *name;    /* "gemm", "linear", "attention", "nvfp4_gemv" */
+    const char *summary; /* one line */
+    int nparams;
+    const kk_op_param *params;
+    /* Rules between parameters (e.g. Hq % Hkv == 0); NULL when none. Called
+     * after every parameter is known to be in its own range. */
+    kk_status (*validate)(const kk_op_params *p);
+    /* Writes the tensors (<= KK_OP_MAX_TENSORS) and returns their count. */
+    int (*describe)(const kk_op_params *p, kk_op_tensor *out);
+    double (*flops)(const kk_op_params *p); /* exact; see docs/harness.md */
+    double (*bytes)(const kk_op_params *p); /* every input read once + outputs written once */
+    kk_op_reference_fn reference;
+    int ntolerances;
+    kk_tolerance tolerances[KK_OP_MAX_TOLERANCES];
+    kk_op_kernel_fn kernels[KK_BACKEND_COUNT]; /* NULL: that backend lacks the op */
+};
+
+/* ---- registry lookup ---- */
+
+KK_API int kk_op_count(void);
+/* Row i (0 <= i < kk_op_count()), NULL otherwise. */
+KK_API const kk_op *kk_op_at(int i);
+/* KK_ERR_INVALID_ARGUMENT naming the known ops when there is no such op. */
+KK_API kk_status kk_op_find(const char *name, const kk_op **out);
+/* Bit (1u << kk_backend_kind) for every backend whose kernel slot is filled. */
+KK_API unsigned kk_op_backends(const kk_op *op);
+/* Index of a parameter in op->params, -1 when there is none of that name. */
+KK_API int kk_op_param_index(const kk_op *op, const char *name);
+/* The tolerance row for an output of `dtype`; KK_ERR_UNSUPPORTED when the op
+ * has none (it does not produce that dtype). */
+KK_API kk_status kk_op_tolerance(const kk_op *op, kk_dtype dtype, kk_tolerance *out);
+
+/* ---- parameters ---- */
+
+/* Every parameter at its default. */
+KK_API kk_status kk_op_params_init(const kk_op *op, kk_op_params *p);
+/* Set one parameter from text, checking its own range. Errors name the op,
+ * the parameter and the accepted values: "attention: D = 300: expected 16..256". */
+KK_API kk_status kk_op_params_set(kk_op_params *p, const char *name, const char *value);
+/* Defaults, then each "key=value" of `text` (separated by spaces or commas;
+ * NULL or "" keeps the defaults), then kk_op_params_validate. */
+KK_API kk_status kk_op_params_parse(const kk_op *op, const char *text, kk_op_params *p);
+/* Every parameter in range, then the op's own rules. */
+KK_API kk_status kk_op_params_validate(const kk_op_params *p);
+/* Value by name (INT, BOOL, ENUM index, DTYPE as kk_dtype; FLOAT); 0 when the
+ * op has no such parameter. */
+KK_API int64_t kk_op_params_int(const kk_op_params *p, const char *name);
+KK_API double kk_op_params_float(const kk_op_params *p, const char *name);
+/* "M=128 N=256 K=64 dtype=bf16": what kk_op_params_parse reads back.
+ * KK_ERR_INVALID_ARGUMENT when it does not fit in `size`. */
+KK_API kk_status kk_op_params_format(const kk_op_params *p, char *buf, size_t size);
+
+/* ---- what an op does, for valid params (validated here first) ---- */
+
+KK_API kk_status kk_op_tensors(const kk_op_params *p, kk_op_tensor *out, int *count);
+/* NaN when p is not valid (kk_last_error says why). */
+KK_API double kk_op_flops(const kk_op_params *p);
+KK_API double kk_op_bytes(const kk_op_params *p);
+KK_API kk_status kk_op_reference(const kk_op_params *p, const double *const *inputs,
+                                 double *const *outputs);
+
+/* ---- checking ---- */
+
+/* Compare `count` elements of `out` (any dtype, decoded exactly to f64; packed
+ * e2m1 two per byte, low nibble first) with the reference. The NaN rule: an
+ * out that is NaN or infinite where ref is finite never passes; a non-finite
+ * ref passes only with KK_CHECK_ALLOW_NONFINITE and a matching out.
+ * pass = no NaN-rule failure, and every criterion of tol->criteria holds.
+ * Errors (KK_ERR_INVALID_ARGUMENT): NULL pointers, a bad dtype, a negative or
+ * NaN tolerance, criteria with neither bit. */
+KK_API kk_status kk_check_output(const void *out, kk_dtype dtype, const double *ref, size_t count,
+                                 const kk_tolerance *tol, kk_check_result *result);
+
+/* One line: "PASS ..." or "FAIL: 3 of 1024 bad, first at [17]: out 1.5 ref 1.25; ...". */
+KK_API kk_status kk_check_result_format(const kk_check_result *r, char *buf, size_t size);
+
+/* Fill `count` elements with poison (variant 0 or 1, two different patterns):
+ * NaN for f64/f32/f16/bf16 (0x7F / 0xFF for e4m3, 0x7F / 0xFE for e5m2), so an
+ * unwritten element fails the check at once. e2m1 and the integer types have
+ * no NaN: they get +6 / -6 (e2m1), 0x80 / 0x7F (int8), 0xA5 / 0x5A (uint8),
+ * INT32_MIN / INT32_MAX (int32); an unwritten element is then found by running
+ * twice with the two variants and comparing (kk_poison_compare). For e2m1 the
+ * other nibble of a shared last byte is kept. */
+KK_API kk_status kk_poison(void *buf, kk_dtype dtype, size_t count, int variant);
+
+/* Elements whose bits differ between two runs (poisoned with variants 0 and 1):
+ * their count, and the first one's index (-1 when none). */
+KK_API kk_status kk_poison_compare(const void *run0, const void *run1, kk_dtype dtype, size_t count,
+                                   size_t *differ, int64_t *first);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KERNELKIT_HARNESS_H */

@@ -1,0 +1,79 @@
+/* Internal: what the registry table (registry.c) needs from each op's file
+ * (ref_<op>.c): parameter indices, tensor descriptions, FLOP counts and the
+ * float64 references. The parameter order of each enum below is the order of
+ * that op's parameter array in registry.c; tests/test_references.c checks that
+ * the two agree. */
+#ifndef KK_HARNESS_INTERNAL_H
+#define KK_HARNESS_INTERNAL_H
+
+#include "kernelkit/harness.h"
+
+/* ---- gemm: c[M,N] = a[M,K] . b[N,K]^T ---- */
+enum { KK__GEMM_M, KK__GEMM_N, KK__GEMM_K, KK__GEMM_DTYPE, KK__GEMM_NPARAMS };
+int kk__gemm_describe(const kk_op_params *p, kk_op_tensor *out);
+double kk__gemm_flops(const kk_op_params *p);
+kk_status kk__gemm_reference(const kk_op_params *p, const double *const *in, double *const *out);
+
+/* ---- linear: y = act(x . W^T + bias) ---- */
+enum { KK__LIN_M, KK__LIN_N, KK__LIN_K, KK__LIN_BIAS, KK__LIN_ACT, KK__LIN_DTYPE, KK__LIN_NPARAMS };
+/* Indices into the activation enum's choices. */
+enum {
+    KK__ACT_NONE,
+    KK__ACT_RELU,
+    KK__ACT_GELU_ERF,
+    KK__ACT_GELU_TANH,
+    KK__ACT_SILU,
+    KK__ACT_SWIGLU,
+    KK__ACT_COUNT
+};
+int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out);
+double kk__linear_flops(const kk_op_params *p);
+kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, double *const *out);
+/* The scalar activation (not SwiGLU, which takes two values). */
+double kk__activation_f64(int act, double x);
+
+/* ---- attention forward ---- */
+enum {
+    KK__ATT_B,
+    KK__ATT_HQ,
+    KK__ATT_HKV,
+    KK__ATT_SQ,
+    KK__ATT_SK,
+    KK__ATT_D,
+    KK__ATT_CAUSAL,
+    KK__ATT_WL,
+    KK__ATT_WR,
+    KK__ATT_SCALE,
+    KK__ATT_LSE,
+    KK__ATT_DTYPE,
+    KK__ATT_NPARAMS
+};
+kk_status kk__attention_validate(const kk_op_params *p);
+int kk__attention_describe(const kk_op_params *p, kk_op_tensor *out);
+double kk__attention_flops(const kk_op_params *p);
+kk_status kk__attention_reference(const kk_op_params *p, const double *const *in,
+                                  double *const *out);
+/* Keys [*lo, *hi] query row i may see (empty when *hi < *lo): the one
+ * definition of the mask, used by the reference and the FLOP count. */
+void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo, int64_t *hi);
+
+/* ---- NVFP4 block-scaled GEMV (GPU MODE nvfp4_gemv) ---- */
+enum { KK__GEMV_M, KK__GEMV_K, KK__GEMV_L, KK__GEMV_LAYOUT, KK__GEMV_GLOBAL, KK__GEMV_NPARAMS };
+enum { KK__GEMV_PLAIN, KK__GEMV_BLOCKED };
+int kk__nvfp4_gemv_describe(const kk_op_params *p, kk_op_tensor *out);
+double kk__nvfp4_gemv_flops(const kk_op_params *p);
+double kk__nvfp4_gemv_bytes(const kk_op_params *p);
+kk_status kk__nvfp4_gemv_reference(const kk_op_params *p, const double *const *in,
+                                   double *const *out);
+
+/* ---- shared ---- */
+
+/* Fill one tensor description (numel computed); returns 1 so describe
+ * functions can count with n += kk__tensor(...). */
+int kk__tensor(kk_op_tensor *t, const char *name, kk_dtype dtype, int is_output, int ndim,
+               const int64_t *shape);
+
+/* Bytes of every tensor of kk_op_tensors: inputs read once, outputs written once. */
+double kk__op_bytes_io(const kk_op_params *p);
+
+#endif

@@ -1,0 +1,71 @@
+/* Linear + bias + activation: y = act(x . W^T + bias), x [M,K], W [N,K],
+ * bias [N], y [M,N] (ANCHORS' Linear). SwiGLU takes two separate weights,
+ * gate and up, each [N,K] (and with bias=1 two biases, each [N]):
+ *   y = silu(x . Wg^T + bg) * (x . Wu^T + bu)
+ * which is what a Linear to 2N features followed by SwiGLU computes, with the
+ * halves stored as two tensors so no kernel has to guess the interleaving. */
+#include <math.h>
+
+#include "harness/harness_internal.h"
+
+int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out) {
+    const int64_t M = p->i[KK__LIN_M], N = p->i[KK__LIN_N], K = p->i[KK__LIN_K];
+    const kk_dtype dt = (kk_dtype)p->i[KK__LIN_DTYPE];
+    const int swiglu = p->i[KK__LIN_ACT] == KK__ACT_SWIGLU, bias = (int)p->i[KK__LIN_BIAS];
+    int n = 0;
+    n += kk__tensor(&out[n], "x", dt, 0, 2, (int64_t[]){M, K});
+    n += kk__tensor(&out[n], swiglu ? "w_gate" : "w", dt, 0, 2, (int64_t[]){N, K});
+    if (swiglu) n += kk__tensor(&out[n], "w_up", dt, 0, 2, (int64_t[]){N, K});
+    if (bias) n += kk__tensor(&out[n], swiglu ? "bias_gate" : "bias", dt, 0, 1, &N);
+    if (bias && swiglu) n += kk__tensor(&out[n], "bias_up", dt, 0, 1, &N);
+    n += kk__tensor(&out[n], "y", dt, 1, 2, (int64_t[]){M, N});
+    return n;
+}
+
+/* 2MNK per GEMM (SwiGLU has two); the bias and the activation are not
+ * counted, as cuBLASLt and ANCHORS count an epilogue. */
+double kk__linear_flops(const kk_op_params *p) {
+    const double gemms = p->i[KK__LIN_ACT] == KK__ACT_SWIGLU ? 2.0 : 1.0;
+    return gemms * 2.0 * (double)p->i[KK__LIN_M] * (double)p->i[KK__LIN_N] *
+           (double)p->i[KK__LIN_K];
+}
+
+double kk__activation_f64(int act, double x) {
+    const double sqrt_half = 0.70710678118654752440, sqrt_2_over_pi = 0.79788456080286535588;
+    switch (act) {
+    case KK__ACT_RELU: return x > 0.0 ? x : 0.0;
+    case KK__ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x * sqrt_half));
+    case KK__ACT_GELU_TANH:
+        return 0.5 * x * (1.0 + tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
+    case KK__ACT_SILU:
+    case KK__ACT_SWIGLU: return x / (1.0 + exp(-x)); /* x * sigmoid(x); -inf.. gives -0 */
+    default: return x;
+    }
+}
+
+/* x[m,:] . w[n,:] + (bias ? bias[n] : 0) */
+static double dot_bias(const double *x, const double *w, const double *bias, int64_t m, int64_t n,
+                       int64_t K) {
+    double acc = 0.0;
+    for (int64_t k = 0; k < K; k++) acc += x[m * K + k] * w[n * K + k];
+    return bias ? acc + bias[n] : acc;
+}
+
+kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, double *const *out) {
+    const int64_t M = p->i[KK__LIN_M], N = p->i[KK__LIN_N], K = p->i[KK__LIN_K];
+    const int act = (int)p->i[KK__LIN_ACT], swiglu = act == KK__ACT_SWIGLU;
+    const int has_bias = (int)p->i[KK__LIN_BIAS];
+    /* Inputs in kk__linear_describe order. */
+    const double *x = in[0], *w = in[1], *w_up = swiglu ? in[2] : NULL;
+    const double *bias = has_bias ? in[swiglu ? 3 : 2] : NULL;
+    const double *bias_up = has_bias && swiglu ? in[4] : NULL;
+    double *y = out[0];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const double h = dot_bias(x, w, bias, m, n, K);
+            y[m * N + n] =
+                swiglu ? kk__activation_f64(KK__ACT_SILU, h) * dot_bias(x, w_up, bias_up, m, n, K)
+                       : kk__activation_f64(act, h);
+        }
+    return KK_OK;
+}

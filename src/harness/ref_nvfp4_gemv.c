@@ -1,0 +1,87 @@
+/* NVFP4 block-scaled GEMV, the GPU MODE nvfp4_gemv problem (ANCHORS):
+ *   c[l,m] = sum_k (a[l,m,k] * sa[l,m,k/16] * ga) * (b[l,0,k] * sb[l,0,k/16] * gb)
+ * a: M x K x L e2m1, K-major, two per byte low nibble first, L outermost, so in
+ * memory (and here) [L,M,K]; b [L,1,K] likewise. One fp8 e4m3 scale per 16
+ * consecutive K elements, for a [L,M,K/16] and for b [L,1,K/16] in the plain
+ * layout, or the same scales in cuBLAS's 128x4 blocked layout
+ * [L, ceil(rows/128), K/64, 512] (kk_nvfp4_blocked_offset; padding unused).
+ * With global=1, f32 global scales ga [1] and gb [1]; without, 1. c: [L,M,1]
+ * f16, which the checker compares with this float64 result unrounded.
+ *
+ * The inputs arrive decoded (e2m1 and e4m3 codes to their exact values, as
+ * kk_e2m1_to_f32 / kk_e4m3_to_f32 give them), so the reference only
+ * dequantizes each element and takes the dot product. */
+#include "harness/harness_internal.h"
+#include "kernelkit/quant.h"
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The scale tensor of a matrix of `rows` rows: plain or blocked. */
+static int scale_tensor(kk_op_tensor *t, const char *name, int blocked, int64_t L, int64_t rows,
+                        int64_t K) {
+    if (blocked)
+        return kk__tensor(t, name, KK_DTYPE_FP8_E4M3, 0, 4,
+                          (int64_t[]){L, cdiv(rows, 128), K / 64, 512});
+    return kk__tensor(t, name, KK_DTYPE_FP8_E4M3, 0, 3, (int64_t[]){L, rows, K / 16});
+}
+
+int kk__nvfp4_gemv_describe(const kk_op_params *p, kk_op_tensor *out) {
+    const int64_t M = p->i[KK__GEMV_M], K = p->i[KK__GEMV_K], L = p->i[KK__GEMV_L];
+    const int blocked = p->i[KK__GEMV_LAYOUT] == KK__GEMV_BLOCKED;
+    int n = 0;
+    n += kk__tensor(&out[n], "a", KK_DTYPE_E2M1, 0, 3, (int64_t[]){L, M, K});
+    n += kk__tensor(&out[n], "b", KK_DTYPE_E2M1, 0, 3, (int64_t[]){L, 1, K});
+    n += scale_tensor(&out[n], "sa", blocked, L, M, K);
+    n += scale_tensor(&out[n], "sb", blocked, L, 1, K);
+    if (p->i[KK__GEMV_GLOBAL]) {
+        n += kk__tensor(&out[n], "ga", KK_DTYPE_F32, 0, 1, (int64_t[]){1});
+        n += kk__tensor(&out[n], "gb", KK_DTYPE_F32, 0, 1, (int64_t[]){1});
+    }
+    n += kk__tensor(&out[n], "c", KK_DTYPE_F16, 1, 3, (int64_t[]){L, M, 1});
+    return n;
+}
+
+/* A multiply-add per element of a. The op is memory-bound: bytes matter. */
+double kk__nvfp4_gemv_flops(const kk_op_params *p) {
+    return 2.0 * (double)p->i[KK__GEMV_M] * (double)p->i[KK__GEMV_K] * (double)p->i[KK__GEMV_L];
+}
+
+/* ANCHORS' bytes: a and its scales (M*K*L/2 + M*K*L/16), b and its scales,
+ * c in f16, the global scales. Only the scales that exist count: the padding
+ * of the blocked layout is never read for a result. */
+double kk__nvfp4_gemv_bytes(const kk_op_params *p) {
+    const double M = (double)p->i[KK__GEMV_M], K = (double)p->i[KK__GEMV_K];
+    const double L = (double)p->i[KK__GEMV_L];
+    const double globals = p->i[KK__GEMV_GLOBAL] ? 8.0 : 0.0;
+    return M * K * L / 2 + M * K * L / 16 + K * L / 2 + K * L / 16 + 2 * M * L + globals;
+}
+
+/* Scale of (batch l, row i, scale column j) of a matrix of `rows` rows. */
+static double scale_at(const double *s, int blocked, int64_t rows, int64_t K, int64_t l, int64_t i,
+                       int64_t j) {
+    if (blocked) return s[kk_nvfp4_blocked_offset(rows, K / 16, l, i, j)];
+    return s[(l * rows + i) * (K / 16) + j];
+}
+
+kk_status kk__nvfp4_gemv_reference(const kk_op_params *p, const double *const *in,
+                                   double *const *out) {
+    const int64_t M = p->i[KK__GEMV_M], K = p->i[KK__GEMV_K], L = p->i[KK__GEMV_L];
+    const int blocked = p->i[KK__GEMV_LAYOUT] == KK__GEMV_BLOCKED;
+    const int global = (int)p->i[KK__GEMV_GLOBAL];
+    const double *a = in[0], *b = in[1], *sa = in[2], *sb = in[3];
+    const double ga = global ? in[4][0] : 1.0, gb = global ? in[5][0] : 1.0;
+    double *c = out[0];
+    for (int64_t l = 0; l < L; l++)
+        for (int64_t m = 0; m < M; m++) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                const int64_t j = k / 16;
+                const double sav = scale_at(sa, blocked, M, K, l, m, j);
+                const double av = a[(l * M + m) * K + k] * sav * ga;
+                const double bv = b[l * K + k] * scale_at(sb, blocked, 1, K, l, 0, j) * gb;
+                acc += av * bv;
+            }
+            c[l * M + m] = acc;
+        }
+    return KK_OK;
+}
