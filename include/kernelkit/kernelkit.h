@@ -14,6 +14,7 @@
 #include "kernelkit/tensor.h"
 #include "kernelkit/quant.h"
 #include "kernelkit/harness.h"
+#include "kernelkit/stats.h"
 
 #ifdef __cplusplus
 extern "C" {
