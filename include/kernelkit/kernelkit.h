@@ -15,6 +15,7 @@
 #include "kernelkit/quant.h"
 #include "kernelkit/harness.h"
 #include "kernelkit/stats.h"
+#include "kernelkit/bench.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,102 @@
+/* Internal: the sampler's timers and the CUDA helpers it and its tests need.
+ *
+ * The adaptive loop (measure.c) is the same on every device; what differs is
+ * how one sample is taken. A timer does that: the CPU's (measure_cpu.c) reads
+ * CLOCK_MONOTONIC around the calls; CUDA's (src/cuda/bench_cuda.c) records
+ * events around the launch. Plain C with no CUDA headers: the CUDA-less build
+ * implements the CUDA functions as stubs (src/cuda_off/bench_off.c). */
+#ifndef KK_HARNESS_MEASURE_INTERNAL_H
+#define KK_HARNESS_MEASURE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernelkit/bench.h"
+
+/* The public entry point errors are reported under. */
+#define KK__BENCH_FUNC "kk_bench_measure"
+
+/* Seconds the GPU blocking kernel waits for the host before it gives up (the
+ * callback then most likely synchronized the stream it was given). */
+#define KK__BENCH_BLOCK_TIMEOUT_S 10.0
+
+/* Fallback size of the CPU cache flush when sysfs has no last-level cache. */
+#define KK__BENCH_CPU_FLUSH_FALLBACK ((uint64_t)32 << 20)
+
+typedef struct kk__bench_timer {
+    void *impl;
+    /* One timed sample of `batch` back-to-back runs (set_batch), flushing the
+     * caches first when `cold`. *seconds is the time of the whole batch. */
+    kk_status (*sample)(void *impl, int cold, double *seconds);
+    /* Switch to `batch` runs per sample (CUDA: capture them into a graph).
+     * Returns KK_ERR_UNSUPPORTED when the work cannot be batched. */
+    kk_status (*set_batch)(void *impl, size_t batch);
+    void (*destroy)(void *impl);
+    uint64_t flush_bytes;  /* size of the flush buffer (allocated on first use) */
+    int blocking_kernel;   /* CUDA: the stream is held while enqueuing */
+} kk__bench_timer;
+
+/* The SM-clock watch of a GPU measurement (measure_clock.c). An NVML read
+ * costs about a millisecond (1.3-3.9 ms seen on an H200), so the clock is
+ * read after a sample only once `interval_s` (10x the last read's cost) has
+ * passed since the previous read; the reading then decides for every sample
+ * taken since, and a low one drops them all. Samples longer than the interval
+ * get a reading each. */
+typedef struct kk__bench_clock {
+    int enabled;        /* the throttle rule applies */
+    int index;          /* CUDA device */
+    int max_mhz;        /* what the rule compares with */
+    double fraction;    /* options.throttle_fraction */
+    double interval_s;  /* least time between reads */
+    double last_read;   /* kk__bench_now() at the end of the last read */
+    double sum;         /* readings of kept groups */
+    size_t reads;
+    int min_mhz;
+} kk__bench_clock;
+
+/* Telemetry of `index` (or "not a GPU measurement" when !gpu); never fails. */
+void kk__bench_telemetry(int gpu, int index, kk_gpu_telemetry *out);
+/* Decide whether the rule applies; why not goes to note. */
+void kk__bench_clock_setup(kk__bench_clock *c, int gpu, int index, double fraction,
+                           const kk_gpu_telemetry *start, char *note, size_t note_size);
+/* 1 when a reading is due at `now`. */
+int kk__bench_clock_due(const kk__bench_clock *c, double now);
+/* Read the clock: 1 when under the threshold (the group is to be dropped),
+ * 0 otherwise (a failed read counts as not throttled). */
+int kk__bench_clock_throttled(kk__bench_clock *c);
+
+/* Timers. `o` is validated; flush_bytes 0 means the device's default. */
+kk_status kk__bench_cpu_timer(kk_bench_fn fn, void *ctx, const kk_bench_options *o,
+                              kk__bench_timer *t);
+kk_status kk__bench_cuda_timer(int device, kk_bench_fn fn, void *ctx,
+                               const kk_bench_options *o, kk__bench_timer *t);
+
+/* The status a timer returns when the callback returned `st`: its own, with
+ * the callback's detail kept when it recorded one, else a generic message. */
+kk_status kk__bench_callback_error(kk_status st);
+
+/* Seconds of CLOCK_MONOTONIC. */
+double kk__bench_now(void);
+
+/* 2x the last-level cache of cpu0 from sysfs, or the fallback. */
+uint64_t kk__bench_cpu_flush_default(void);
+
+/* Pin the calling thread to `cpu`, saving the previous mask in *saved (a
+ * cpu_set_t of at least kk__bench_affinity_size() bytes); restore it. */
+size_t kk__bench_affinity_size(void);
+kk_status kk__bench_pin(int cpu, void *saved);
+void kk__bench_unpin(const void *saved);
+
+/* CUDA runtime and driver versions (13000 = 13.0); 0 when there is none. */
+void kk__bench_cuda_versions(int *runtime, int *driver);
+
+/* ---- for tests/test_cuda_measure.c (no CUDA headers there) ---- */
+
+/* Enqueue a kernel that spins for `seconds` by the GPU's nanosecond timer. */
+kk_status kk__bench_test_spin(kk_stream stream, double seconds);
+/* Enqueue a kernel of one thread that increments a counter (a ~2 us launch). */
+kk_status kk__bench_test_tiny(kk_stream stream);
+/* Enqueue a launch that fails, leave its error pending and return KK_OK. */
+kk_status kk__bench_test_bad_launch(kk_stream stream);
+
+#endif
