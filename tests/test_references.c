@@ -303,7 +303,7 @@ static void registry_rows_are_complete(void **state) {
         assert_true(outputs >= 1 && n > outputs);
         kk_assert_ok(kk_op_reference(&p, (const double *const *)bufs, bufs + n - outputs));
         for (int k = 0; k < n; k++) free(bufs[k]);
-        assert_true(kk_op_flops(&p) > 0 && kk_op_bytes(&p) > 0);
+        assert_true(kk_op_flops(&p) >= 0 && kk_op_bytes(&p) > 0); /* convert: 0 FLOPs */
         char text[512];
         kk_op_params back;
         kk_assert_ok(kk_op_params_format(&p, text, sizeof text));

@@ -41,7 +41,7 @@ extern "C" {
 
 #define KK_OP_MAX_PARAMS 16
 #define KK_OP_MAX_TENSORS 8
-#define KK_OP_MAX_TOLERANCES 4
+#define KK_OP_MAX_TOLERANCES 8 /* convert has one row per float dtype: 7 */
 
 /* ---- parameter schema ---- */
 

@@ -14,8 +14,12 @@
 #include "kernelkit/tensor.h"
 #include "kernelkit/quant.h"
 #include "kernelkit/harness.h"
+#include "kernelkit/harness_run.h"
+#include "kernelkit/calibrate.h"
 #include "kernelkit/stats.h"
 #include "kernelkit/bench.h"
+#include "kernelkit/compare.h"
+#include "kernelkit/report.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -20,6 +20,9 @@ typedef struct cli_command {
 extern const cli_command cli_cmd_info;
 extern const cli_command cli_cmd_selftest;
 extern const cli_command cli_cmd_config;
+extern const cli_command cli_cmd_check, cli_cmd_run;
+extern const cli_command cli_cmd_compare, cli_cmd_report;
+extern const cli_command cli_cmd_calibrate;
 
 /* Print "kernelkit CMD: message" and a hint to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...)

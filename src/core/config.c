@@ -311,6 +311,7 @@ void kk__config_printable(char *dst, size_t size, const char *text) {
 }
 
 void kk__config_format_double(char *dst, size_t size, double d) {
+    if (!dst || size == 0) return; /* also tells gcc's -Wformat-truncation dst is valid */
     for (int digits = 15; digits <= 17; digits++) {
         snprintf(dst, size, "%.*g", digits, d);
         if (strtod(dst, NULL) == d) return;

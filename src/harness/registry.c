@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "harness/harness_internal.h"
+#include "harness/op_convert.h"
 
 /* Caps that keep every tensor's element count below 2^63 (the largest, an NVFP4
  * a [L,M,K], is at most 2^12 * 2^24 * 2^24 = 2^60). */
@@ -136,6 +137,7 @@ static const kk_op ops[] = {
      .ntolerances = 1,
      .tolerances = {TOL(KK_DTYPE_F16, 1e-3, 1e-3, 0.0, KK_CHECK_ELEMENTWISE,
                         KK_CHECK_ALLOW_NONFINITE)}},
+    KK__CONVERT_ROW, /* src/harness/op_convert.c: the first op with kernels */
 };
 
 #define OP_COUNT ((int)(sizeof ops / sizeof ops[0]))

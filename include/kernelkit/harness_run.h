@@ -1,0 +1,231 @@
+/* Cases, suites and the runner: what `kernelkit check` and `kernelkit run` do,
+ * as a library.
+ *
+ * A case is one op with one set of parameters and one seed. Its inputs are
+ * drawn from the seed (kk_case_fill_inputs), so a case is reproducible from
+ * (op, params, seed, distribution) alone. Cases come from the built-in suites
+ * (data in src/harness/suites.c), from the fuzzer (random valid parameters,
+ * kk_case_fuzz), or from the caller.
+ *
+ *   kk_case c;
+ *   kk_suite_case_find("smoke/convert/f32-bf16", 1, &c);    // or kk_case_fuzz(...)
+ *   kk_run_options o = {.device = "cpu"};
+ *   kk_case_result r;
+ *   kk_case_run(&c, &o, &r);       // r.status: KK_CASE_PASS / FAIL / ERROR / SKIP
+ *
+ * kk_case_run allocates the tensors on the device, copies the inputs in,
+ * poisons every output, runs the op's kernel for that device's backend on its
+ * own copies, copies the outputs back and checks them against the float64
+ * reference, which works on separate decoded copies of the inputs. See
+ * docs/harness.md ("Cases and suites", "kernelkit check").
+ *
+ * Functions return KK_OK or an error in kk_last_error() for bad arguments; a
+ * case that ran reports its verdict in its result, not in the status. */
+#ifndef KERNELKIT_HARNESS_RUN_H
+#define KERNELKIT_HARNESS_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernelkit/harness.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- input distributions ---- */
+
+typedef enum kk_input_dist {
+    /* gemm, linear, attention: normal(0,1) rounded to the input dtype.
+     * nvfp4_gemv: every e2m1 code; e4m3 scales 2^[-6..1] x uniform[1,2);
+     * global scales uniform [0.25, 0.75). convert: every code of src (NaN and
+     * inf included) and normal values over 2^[-12, 12]. */
+    KK_DIST_FULL = 0,
+    /* nvfp4_gemv as GPU MODE draws it: e2m1 values in {0, +-0.5, +-1, +-1.5},
+     * scales in {0, 1, 2}, global scales 1. Other ops: as FULL. */
+    KK_DIST_GPUMODE,
+    KK_DIST_COUNT
+} kk_input_dist;
+
+/* "full", "gpumode"; "?" out of range. */
+KK_API const char *kk_input_dist_name(kk_input_dist dist);
+/* KK_ERR_INVALID_ARGUMENT naming the accepted names. */
+KK_API kk_status kk_input_dist_parse(const char *name, kk_input_dist *out);
+
+/* Fill the op's inputs (host buffers in kk_op_tensors order, inputs only, each
+ * of kk_dtype_bytes(dtype, numel) bytes) with values drawn from `seed`. The
+ * same (params, seed, dist) gives the same bytes on every platform. */
+KK_API kk_status kk_case_fill_inputs(const kk_op_params *p, uint64_t seed, kk_input_dist dist,
+                                     void *const *inputs);
+
+/* ---- cases ---- */
+
+#define KK_CASE_NAME_MAX 96
+
+typedef struct kk_case {
+    char name[KK_CASE_NAME_MAX]; /* "smoke/gemm/5x7x64-bf16", "fuzz/attention/3" */
+    kk_op_params params;         /* valid */
+    uint64_t seed;               /* the inputs' seed */
+    kk_input_dist dist;
+} kk_case;
+
+/* The seed of the case called `name` in a run with seed `run_seed`: a hash of
+ * both (splitmix64 over FNV-1a of the name), so a case keeps its seed however
+ * the run is filtered. */
+KK_API uint64_t kk_case_seed(uint64_t run_seed, const char *name);
+
+/* The dtype a case is reported and filtered by: its first output's dtype. */
+KK_API kk_dtype kk_case_dtype(const kk_op_params *p);
+
+/* Make the case's dtype `dtype` by setting the first DTYPE parameter that
+ * decides the first output's dtype (gemm/linear/attention: dtype; convert:
+ * dst). KK_OK also when it already is; KK_ERR_UNSUPPORTED when no parameter
+ * can make it so (nvfp4_gemv always writes f16; gemm has no e2m1). */
+KK_API kk_status kk_case_force_dtype(kk_op_params *p, kk_dtype dtype);
+
+/* Memory a case needs: on the device (every tensor once) and on the host
+ * (input and output staging, a second output copy for the two-run poison
+ * check, and float64 copies of every tensor for the reference). */
+typedef struct kk_case_memory {
+    uint64_t device_bytes;
+    uint64_t host_bytes;
+} kk_case_memory;
+
+KK_API kk_status kk_case_memory_need(const kk_op_params *p, kk_case_memory *out);
+
+/* ---- suites ---- */
+
+typedef enum kk_suite {
+    KK_SUITE_SMOKE = 0,        /* tiny: the whole suite runs in seconds on a CPU */
+    KK_SUITE_CORRECTNESS,      /* a spread of shapes, GPU MODE's nvfp4_gemv tests */
+    KK_SUITE_PERFORMANCE,      /* ANCHORS' and the seeds' benchmark shapes: heavy */
+    KK_SUITE_ATTENTION_FUZZ27, /* the seeds' 27-configuration attention matrix */
+    KK_SUITE_COUNT
+} kk_suite;
+
+#define KK_SUITE_ALL ((1u << KK_SUITE_COUNT) - 1u)
+
+/* "smoke", "correctness", "performance", "attention-fuzz27"; "?" out of range. */
+KK_API const char *kk_suite_name(kk_suite suite);
+/* A comma list of suite names or "all" into a bit mask (1u << kk_suite).
+ * KK_ERR_INVALID_ARGUMENT naming the accepted names. */
+KK_API kk_status kk_suite_parse(const char *text, unsigned *mask);
+
+/* One row of the suite table. Each DTYPE parameter the row's params leave out
+ * is expanded over every dtype it accepts, one case each. */
+typedef struct kk_suite_entry {
+    kk_suite suite;
+    const char *op;
+    const char *label;  /* unique within (suite, op): "5x7x64", "gpumode-test-3" */
+    const char *params; /* "k=v ..." as kk_op_params_parse reads it */
+} kk_suite_entry;
+
+KK_API int kk_suite_entry_count(void);
+KK_API const kk_suite_entry *kk_suite_entry_at(int i); /* NULL out of range */
+
+/* The cases of the suites in `mask` for `op` (NULL: every op), in table order,
+ * each named "<suite>/<op>/<label>[-<dtype>...]" with its seed from
+ * kk_case_seed(run_seed, name). Writes at most `cap` cases to `out` (which may
+ * be NULL when cap is 0) and the total into *count. */
+KK_API kk_status kk_suite_cases(unsigned mask, const kk_op *op, uint64_t run_seed,
+                                kk_input_dist dist, kk_case *out, int cap, int *count);
+
+/* The suite case called `name`; KK_ERR_INVALID_ARGUMENT when there is none. */
+KK_API kk_status kk_suite_case_find(const char *name, uint64_t run_seed, kk_input_dist dist,
+                                    kk_case *out);
+
+/* ---- fuzzing ---- */
+
+/* Case `index` of op `op`'s fuzz stream for `run_seed`: random valid
+ * parameters (sizes 1, odd sizes, sizes next to multiples of 16, 64 and 128),
+ * named "fuzz/<op>/<index>". With `big` NULL the sizes stay small (every
+ * tensor <= 2^18 elements, the reference <= 2^25 FLOPs: milliseconds on a
+ * CPU). With `big`, one dimension per op grows until the case needs about as
+ * much memory as *big allows (device and host), the others staying small. */
+KK_API kk_status kk_case_fuzz(const kk_op *op, uint64_t run_seed, int index, kk_input_dist dist,
+                              const kk_case_memory *big, kk_case *out);
+
+/* ---- running ---- */
+
+typedef enum kk_case_status {
+    KK_CASE_PASS = 0,
+    KK_CASE_FAIL,  /* an output is wrong, unwritten, or an input was changed */
+    KK_CASE_ERROR, /* the kernel (or copying, allocating) returned an error */
+    KK_CASE_SKIP   /* could not run here: no kernel, too large, kernel unsupported */
+} kk_case_status;
+
+/* "PASS", "FAIL", "ERROR", "SKIP". */
+KK_API const char *kk_case_status_name(kk_case_status status);
+
+typedef struct kk_case_output {
+    const char *name; /* "c", "o", "lse", "y" */
+    kk_dtype dtype;
+    kk_check_result check;
+    size_t unwritten;        /* elements the two poison runs disagree on */
+    int64_t first_unwritten; /* -1 when none */
+} kk_case_output;
+
+typedef struct kk_case_result {
+    kk_case_status status;
+    int noutputs;
+    kk_case_output outputs[KK_OP_MAX_TENSORS];
+    /* Over every output: the largest errors, and the first bad element of the
+     * first output that failed (first_bad -1 and first_bad_tensor NULL when none). */
+    double max_abs_err, max_rel_err, rel_l2_err;
+    const char *first_bad_tensor;
+    int64_t first_bad;
+    double first_bad_out, first_bad_ref;
+    int kernel_runs;  /* 1, or 2 with the two-variant poison check */
+    double kernel_ms; /* first run, host clock, includes synchronization */
+    double reference_ms;
+    char message[512]; /* why it failed, erred or was skipped; "" on PASS */
+} kk_case_result;
+
+typedef struct kk_run_options {
+    const char *device;   /* "cpu", "cuda", "cuda:N"; NULL: kk_device_best() */
+    double max_ref_flops; /* skip cases whose reference needs more; 0: no limit */
+    int check_memory;     /* non-zero: skip cases that do not fit in free memory */
+} kk_run_options;
+
+/* Run one case (see the top of this file). Returns KK_OK whenever the case
+ * got a verdict, the error status only for bad arguments. */
+KK_API kk_status kk_case_run(const kk_case *c, const kk_run_options *opt, kk_case_result *r);
+
+/* The case and its result as one JSON object (one line): name, op, params,
+ * dtype, seed (a string), dist, status, message, the metrics (non-finite ones
+ * as "inf"/"nan" strings), timings and one object per output. *json is
+ * malloc'd: free() it. */
+KK_API kk_status kk_case_result_json(const kk_case *c, const kk_case_result *r, char **json);
+
+/* ---- one op on given data (kernelkit run) ---- */
+
+/* Run params' kernel for `device`'s backend on host buffers (kk_op_tensors
+ * order: inputs, then outputs, each kk_dtype_bytes(dtype, numel) bytes): copy
+ * the inputs to the device, poison the outputs, run, copy the outputs back.
+ * KK_ERR_UNSUPPORTED when that backend has no kernel for the op. */
+KK_API kk_status kk_run_kernel_host(const kk_op_params *p, const char *device,
+                                    void *const *buffers);
+
+/* The same with the float64 reference: decode the inputs, run the reference,
+ * write each output rounded to its dtype (kk_convert_host). */
+KK_API kk_status kk_run_reference_host(const kk_op_params *p, void *const *buffers);
+
+/* "cpu, cuda" (the backends with a kernel for op), or "none". */
+KK_API kk_status kk_op_backends_format(const kk_op *op, char *buf, size_t size);
+
+/* ---- a run of many cases ---- */
+
+typedef struct kk_check_tally {
+    int passed, failed, skipped; /* failed includes KK_CASE_ERROR */
+} kk_check_tally;
+
+KK_API void kk_check_tally_add(kk_check_tally *t, kk_case_status status);
+
+/* The exit status of `kernelkit check`: 1 when any case failed, 2 when none
+ * ran (all skipped, or nothing selected), 0 when every case that ran passed. */
+KK_API int kk_check_tally_exit_code(const kk_check_tally *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KERNELKIT_HARNESS_RUN_H */

@@ -1,0 +1,26 @@
+/* Internal: running an op's kernel on a device from host buffers, shared by
+ * the case runner (runner.c) and kk_run_kernel_host (runner_device.c). */
+#ifndef KK_HARNESS_RUNNER_INTERNAL_H
+#define KK_HARNESS_RUNNER_INTERNAL_H
+
+#include "kernelkit/harness_run.h"
+
+typedef struct kk__kernel_run {
+    int variant;              /* in: poison variant written to every output first */
+    void *const *inputs_back; /* in: NULL, or host buffers (kk_op_tensors order) that
+                                 receive the device's inputs after the run */
+    double ms;                /* out: the kernel call, host clock */
+    int kernel_failed;        /* out: the error came from the kernel itself */
+} kk__kernel_run;
+
+/* Allocate every tensor on `device`, copy the inputs of `bufs` in, poison the
+ * outputs, call `kernel`, copy the outputs back into `bufs` (and the inputs
+ * into run->inputs_back), free. The kernel's own error is returned as is with
+ * run->kernel_failed set; any other error is a setup or copy failure. */
+kk_status kk__run_kernel(const kk_op_params *p, const char *device, kk_op_kernel_fn kernel,
+                         void *const *bufs, kk__kernel_run *run);
+
+/* Milliseconds of a monotonic clock. */
+double kk__runner_now_ms(void);
+
+#endif
