@@ -31,6 +31,10 @@ int cli_usage_error(const char *command, const char *fmt, ...)
 /* Print "kernelkit CMD: message: <last error>" to stderr; returns CLI_FAILED. */
 int cli_fail(const char *command, const char *what);
 
+/* Write `text` to `path`; on failure print "kernelkit COMMAND: cannot write
+ * PATH: reason" to stderr and return -1. */
+int cli_write_text(const char *command, const char *path, const char *text);
+
 /* "1.5 GiB", "60.0 MiB", "512 B" into buf; returns buf. */
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -40,4 +41,13 @@ int cli_wants_help(int argc, char **argv) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
     }
     return 0;
+}
+
+int cli_write_text(const char *command, const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (ok) return 0;
+    fprintf(stderr, "kernelkit %s: cannot write %s: %s\n", command, path, strerror(errno));
+    return -1;
 }

@@ -60,15 +60,6 @@ static int parse_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    int ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f) != 0) ok = 0;
-    if (ok) return 0;
-    fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-}
-
 typedef struct args {
     kk_bench_compare_options o;
     const char *markdown, *json, *base, *cand;
@@ -146,11 +137,11 @@ static int emit(const args *a, const kk_bench_comparison *c) {
     if (kk_bench_comparison_markdown(c, &md) != KK_OK) return cli_fail(CMD, "markdown"), CLI_USAGE;
     fputs(md, stdout);
     fflush(stdout);
-    int bad = a->markdown && write_text(a->markdown, md);
+    int bad = a->markdown && cli_write_text(CMD, a->markdown, md);
     free(md);
     if (a->json) {
         if (kk_bench_comparison_json(c, &json) != KK_OK) return cli_fail(CMD, "json"), CLI_USAGE;
-        bad |= write_text(a->json, json) != 0;
+        bad |= cli_write_text(CMD, a->json, json) != 0;
         free(json);
     }
     return bad ? CLI_USAGE : CLI_OK;

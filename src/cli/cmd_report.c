@@ -45,15 +45,6 @@ static int is_markdown(const char *path) {
     return dot && (strcasecmp(dot, ".md") == 0 || strcasecmp(dot, ".markdown") == 0);
 }
 
-static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    int ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f) != 0) ok = 0;
-    if (ok) return 0;
-    fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-}
-
 typedef struct args {
     const char *outputs[MAX_OUTPUTS];
     int noutputs;
@@ -116,7 +107,7 @@ static int produce(const args *a, const kk_bench_results *const *docs, int n,
             continue;
         }
         if (!path) fputs(text, stdout);
-        else if (write_text(path, text)) rc = CLI_FAILED;
+        else if (cli_write_text(CMD, path, text)) rc = CLI_FAILED;
         else fprintf(stderr, "kernelkit " CMD ": wrote %s\n", path);
         free(text);
     }
