@@ -225,6 +225,22 @@ KK_API void kk_check_tally_add(kk_check_tally *t, kk_case_status status);
  * ran (all skipped, or nothing selected), 0 when every case that ran passed. */
 KK_API int kk_check_tally_exit_code(const kk_check_tally *t);
 
+/* ---- benchmarking one case (kernelkit bench) ---- */
+
+struct kk_bench_options;
+struct kk_bench_measurement;
+
+/* Time the kernel of c's op for `device`'s backend with kk_bench_measure
+ * (kernelkit/bench.h): every tensor is allocated on the device once, the
+ * inputs are filled from c's seed and copied in, and each timed run calls the
+ * kernel on the same tensors. `opt` NULL = the sampler's defaults. On "cuda:N"
+ * the op kernels run on the legacy default stream and synchronize, so runs are
+ * timed one per sample (batch 1) without the blocking kernel.
+ * KK_ERR_UNSUPPORTED when that backend has no kernel for the op. */
+KK_API kk_status kk_case_bench(const kk_case *c, const char *device,
+                               const struct kk_bench_options *opt,
+                               struct kk_bench_measurement *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@ static const cli_command *const k_commands[] = {
     &cli_cmd_compare,
     &cli_cmd_report,
     &cli_cmd_calibrate,
+    &cli_cmd_bench,
 };
 #define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 

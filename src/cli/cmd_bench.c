@@ -1,0 +1,403 @@
+/* kernelkit bench: time op kernels on a device (cases from a suite file or one
+ * --op/--params), print one line per benchmark and optionally write a
+ * "kernelkit.bench/1" results file. Exit 0 when something ran, 1 on a
+ * measurement error, 2 for a usage error or when nothing could run. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "kernelkit/bench.h"
+#include "kernelkit/calibrate.h"
+#include "kernelkit/harness_run.h"
+
+#define CMD "bench"
+#define MAX_SUITE_BYTES ((long)16 << 20)
+
+static void bench_help(FILE *out) {
+    fprintf(out,
+            "Usage: kernelkit bench [OPTIONS]\n"
+            "\n"
+            "Time op kernels on a device with the adaptive sampler and print one line per\n"
+            "benchmark (median, 95%% CI of the median, GB/s, TFLOP/s, samples, stop reason).\n"
+            "\n"
+            "Options:\n"
+            "  --device DEVICE    cpu, cuda, cuda:N (default: the best device present)\n"
+            "  --suite SUITE      a suite file (a path with '/' or ending in .json), or a\n"
+            "                     name looked up as $KK_BENCH_SUITES/NAME.json, then\n"
+            "                     ./bench/suites/NAME.json\n"
+            "  --op NAME          one op, with --params (instead of --suite)\n"
+            "  --params TEXT      its parameters: \"n=1048576,src=f32,dst=bf16\"\n"
+            "  --filter TEXT      only cases whose name contains TEXT\n"
+            "  -o, --output FILE  write the results (schema kernelkit.bench/1) to FILE\n"
+            "  --quick            short measurements: 1 s budget, 5%% RSE target\n"
+            "  --time-budget S    wall seconds per benchmark (default 15; --quick 1)\n"
+            "  -h, --help         show this help\n"
+            "\n"
+            "Cases of ops with no kernel on DEVICE are skipped with a note.\n"
+            "Exit status: 0 something ran, 1 a measurement failed, 2 usage error or\n"
+            "nothing could run.\n");
+}
+
+typedef struct opts {
+    const char *device, *suite, *op, *params, *filter, *output;
+    int quick;
+    double time_budget; /* 0: default */
+} opts;
+
+typedef struct bench_case {
+    kk_case c;
+    char name[256];
+} bench_case;
+
+typedef struct case_list {
+    bench_case *v;
+    int n;
+} case_list;
+
+static int parse_options(opts *o, int argc, char **argv) {
+    static const struct option long_opts[] = {
+        {"device", required_argument, NULL, 'd'}, {"suite", required_argument, NULL, 's'},
+        {"op", required_argument, NULL, 'p'},     {"params", required_argument, NULL, 'P'},
+        {"filter", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+        {"quick", no_argument, NULL, 'q'},        {"time-budget", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (opts){0};
+    int c;
+    char *end = NULL;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': o->device = optarg; break;
+        case 's': o->suite = optarg; break;
+        case 'p': o->op = optarg; break;
+        case 'P': o->params = optarg; break;
+        case 'f': o->filter = optarg; break;
+        case 'o': o->output = optarg; break;
+        case 'q': o->quick = 1; break;
+        case 't':
+            o->time_budget = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->time_budget > 0) || o->time_budget > 1e6)
+                return cli_usage_error(CMD, "bad --time-budget: '%s' (expected seconds > 0)",
+                                       optarg);
+            break;
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (!!o->suite == !!o->op) return cli_usage_error(CMD, "give either --suite or --op");
+    if (o->params && !o->op) return cli_usage_error(CMD, "--params needs --op");
+    return CLI_OK;
+}
+
+/* ---- cases ---- */
+
+static int add_case(case_list *l, const char *name, const kk_op *op, const char *params,
+                    const char *where) {
+    bench_case b;
+    memset(&b, 0, sizeof b);
+    if (kk_op_params_parse(op, params ? params : "", &b.c.params) != KK_OK) {
+        fprintf(stderr, "kernelkit " CMD ": %s: bad params: %s\n", where, kk_last_error_message());
+        return CLI_USAGE;
+    }
+    snprintf(b.name, sizeof b.name, "%s", name);
+    snprintf(b.c.name, sizeof b.c.name, "%s", name);
+    b.c.seed = kk_case_seed(1, name);
+    b.c.dist = KK_DIST_FULL;
+    bench_case *v = realloc(l->v, (size_t)(l->n + 1) * sizeof *v);
+    if (!v) return cli_fail(CMD, "out of memory");
+    l->v = v;
+    l->v[l->n++] = b;
+    return CLI_OK;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len >= 0 && len <= MAX_SUITE_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)len + 1))) {
+        if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[len] = 0;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int suite_error(const char *path, const char *field, const char *what) {
+    fprintf(stderr, "kernelkit " CMD ": bad suite file %s: %s: %s\n", path, field, what);
+    return CLI_USAGE;
+}
+
+/* A suite file: {"name": "...", "description": "...", "cases": [{"name": "...",
+ * "op": "...", "params": "k=v ..."}, ...]}. */
+static int load_suite(const char *path, case_list *l) {
+    char *text = read_text(path);
+    if (!text) return suite_error(path, "file", "cannot read it");
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return suite_error(path, "(document)", "not a JSON object");
+    }
+    int rc = CLI_OK;
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
+    if (!cJSON_IsArray(cases)) rc = suite_error(path, "cases", "expected an array");
+    int i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cases) {
+        if (rc != CLI_OK) break;
+        char field[64];
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(it, "op");
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(it, "params");
+        const kk_op *o = NULL;
+        if (!cJSON_IsString(name) || !name->valuestring[0]) {
+            snprintf(field, sizeof field, "cases[%d].name", i);
+            rc = suite_error(path, field, "expected a non-empty string");
+        } else if (!cJSON_IsString(op) || kk_op_find(op->valuestring, &o) != KK_OK) {
+            snprintf(field, sizeof field, "cases[%d].op", i);
+            rc = suite_error(path, field, "expected the name of a registered op");
+        } else if (params && !cJSON_IsString(params)) {
+            snprintf(field, sizeof field, "cases[%d].params", i);
+            rc = suite_error(path, field, "expected a string \"k=v ...\"");
+        } else {
+            for (int k = 0; k < l->n; k++)
+                if (strcmp(l->v[k].name, name->valuestring) == 0) {
+                    snprintf(field, sizeof field, "cases[%d].name", i);
+                    rc = suite_error(path, field, "duplicate name");
+                }
+            if (rc == CLI_OK) {
+                char where[2100];
+                snprintf(where, sizeof where, "suite file %.2000s: cases[%d].params", path, i);
+                rc = add_case(l, name->valuestring, o, params ? params->valuestring : "", where);
+            }
+        }
+        i++;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int resolve_suite(const char *suite, char *path, size_t size) {
+    if (strchr(suite, '/') || (strlen(suite) > 5 && !strcmp(suite + strlen(suite) - 5, ".json"))) {
+        snprintf(path, size, "%s", suite);
+        return CLI_OK;
+    }
+    const char *env = getenv("KK_BENCH_SUITES");
+    if (env && *env) {
+        snprintf(path, size, "%s/%s.json", env, suite);
+        FILE *f = fopen(path, "rb");
+        if (f) return fclose(f), CLI_OK;
+    }
+    snprintf(path, size, "bench/suites/%s.json", suite);
+    FILE *f = fopen(path, "rb");
+    if (f) return fclose(f), CLI_OK;
+    return cli_usage_error(CMD, "no suite '%s' (looked in $KK_BENCH_SUITES and ./bench/suites)",
+                           suite);
+}
+
+/* ---- measuring ---- */
+
+static void spec_params(const kk_op_params *p, kk_bench_param *out, int *n) {
+    const kk_op *op = p->op;
+    *n = 0;
+    for (int k = 0; k < op->nparams && *n < KK_BENCH_MAX_PARAMS; k++) {
+        const kk_op_param *d = &op->params[k];
+        kk_bench_param *b = &out[(*n)++];
+        memset(b, 0, sizeof *b);
+        snprintf(b->name, sizeof b->name, "%s", d->name);
+        switch (d->kind) {
+        case KK_PARAM_BOOL:
+            b->kind = KK_BENCH_PARAM_BOOL;
+            b->boolean = p->i[k] != 0;
+            break;
+        case KK_PARAM_FLOAT:
+            b->kind = KK_BENCH_PARAM_NUMBER;
+            b->number = p->f[k];
+            break;
+        case KK_PARAM_ENUM:
+            b->kind = KK_BENCH_PARAM_STRING;
+            snprintf(b->string, sizeof b->string, "%s", d->choices[p->i[k]]);
+            break;
+        case KK_PARAM_DTYPE:
+            b->kind = KK_BENCH_PARAM_STRING;
+            snprintf(b->string, sizeof b->string, "%s", kk_dtype_name((kk_dtype)p->i[k]));
+            break;
+        default:
+            b->kind = KK_BENCH_PARAM_NUMBER;
+            b->number = (double)p->i[k];
+            break;
+        }
+    }
+}
+
+static const char *fmt_time(double s, char *buf) {
+    if (s < 1e-3)
+        snprintf(buf, 32, "%.3f us", s * 1e6);
+    else if (s < 1.0)
+        snprintf(buf, 32, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, 32, "%.3f s", s);
+    return buf;
+}
+
+static void print_entry(const kk_bench_entry *e) {
+    char med[32], lo[32], hi[32];
+    printf("%-44s median %s  CI [%s, %s]  %.2f GB/s", e->name, fmt_time(e->summary.median, med),
+           fmt_time(e->summary.median_ci_low, lo), fmt_time(e->summary.median_ci_high, hi),
+           e->gbs);
+    if (e->flops > 0) printf("  %.3f TFLOP/s", e->tflops);
+    printf("  n=%zu  stop=%s\n", e->m.n, kk_bench_stop_name(e->m.stop));
+    fflush(stdout);
+}
+
+static int run_cases(const opts *o, const char *device, kk_backend_kind kind, case_list *l,
+                     int argc, char **argv) {
+    kk_bench_options bo;
+    kk_bench_options_default(&bo);
+    if (o->quick) {
+        bo.rse_target = 0.05;
+        bo.min_samples = 5;
+        bo.min_time_s = 0.05;
+        bo.warmup_time_s = 0.01;
+        bo.time_budget_s = 1.0;
+    }
+    if (o->time_budget > 0) {
+        bo.time_budget_s = o->time_budget;
+        if (bo.min_time_s > o->time_budget / 2) bo.min_time_s = o->time_budget / 2;
+        if (bo.warmup_time_s > o->time_budget / 4) bo.warmup_time_s = o->time_budget / 4;
+    }
+    kk_bench_environment env;
+    kk_bench_results *r = NULL;
+    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
+        KK_OK)
+        return cli_fail(CMD, "cannot capture the environment");
+    kk_status st = kk_bench_results_create(&env, &r);
+    kk_bench_environment_free(&env);
+    if (st != KK_OK) return cli_fail(CMD, "cannot create the results");
+    kk_bench_ceilings ceil;
+    if (kk_ceilings_load(device, NULL, &ceil) == KK_OK) kk_bench_results_set_ceilings(r, &ceil);
+
+    int selected = 0, ran = 0, failed = 0;
+    for (int i = 0; i < l->n; i++) {
+        const bench_case *b = &l->v[i];
+        if (o->filter && !strstr(b->name, o->filter)) continue;
+        selected++;
+        const kk_op *op = b->c.params.op;
+        if (!op->kernels[kind]) {
+            char have[64];
+            kk_op_backends_format(op, have, sizeof have);
+            fprintf(stderr, "kernelkit " CMD ": skip %s: no %s kernel for %s (kernels: %s)\n",
+                    b->name, kk_backend_name(kind), op->name, have);
+            continue;
+        }
+        kk_bench_measurement m;
+        if (kk_case_bench(&b->c, device, &bo, &m) != KK_OK) {
+            fprintf(stderr, "kernelkit " CMD ": %s: measurement failed: %s\n", b->name,
+                    kk_last_error_message());
+            failed++;
+            continue;
+        }
+        kk_bench_param params[KK_BENCH_MAX_PARAMS];
+        int np = 0;
+        spec_params(&b->c.params, params, &np);
+        const kk_bench_spec spec = {
+            .name = b->name,
+            .op = op->name,
+            .dtype = kk_dtype_name(kk_case_dtype(&b->c.params)),
+            .params = params,
+            .nparams = np,
+            .flops = kk_op_flops(&b->c.params),
+            .bytes = kk_op_bytes(&b->c.params),
+        };
+        st = kk_bench_results_add(r, &spec, &m);
+        kk_bench_measurement_free(&m);
+        if (st != KK_OK) {
+            fprintf(stderr, "kernelkit " CMD ": %s: %s\n", b->name, kk_last_error_message());
+            failed++;
+            continue;
+        }
+        print_entry(&r->entries[r->count - 1]);
+        ran++;
+    }
+    int rc = CLI_OK;
+    if (selected == 0) {
+        fprintf(stderr, "kernelkit " CMD ": no case selected%s\n",
+                o->filter ? " (check --filter)" : "");
+        rc = CLI_USAGE;
+    } else if (ran == 0 && failed == 0) {
+        fprintf(stderr, "kernelkit " CMD ": nothing could run on %s\n", device);
+        rc = CLI_USAGE;
+    } else if (failed) {
+        rc = CLI_FAILED;
+    }
+    if (ran > 0 && o->output) {
+        if (kk_bench_results_write_file(r, o->output) != KK_OK) {
+            fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", o->output,
+                    kk_last_error_message());
+            rc = CLI_FAILED;
+        } else {
+            fprintf(stderr, "kernelkit " CMD ": wrote %zu benchmark(s) to %s\n", r->count,
+                    o->output);
+        }
+    }
+    printf("%d ran, %d failed, %d skipped\n", ran, failed, selected - ran - failed);
+    kk_bench_results_free(r);
+    return rc;
+}
+
+static int bench_run(int argc, char **argv) {
+    opts o;
+    int rc = parse_options(&o, argc, argv);
+    if (rc != CLI_OK) return rc;
+    const char *device = o.device ? o.device : kk_device_best();
+    kk_backend_kind kind;
+    int index;
+    if (kk_device_parse(device, &kind, &index) != KK_OK)
+        return cli_usage_error(CMD, "bad --device: %s", kk_last_error_message());
+    kk_device_info info;
+    if (kk_device_get_info(device, &info) != KK_OK) {
+        fprintf(stderr, "kernelkit " CMD ": device %s unavailable: %s\n", device,
+                kk_last_error_message());
+        return CLI_USAGE;
+    }
+    case_list l = {0};
+    if (o.op) {
+        const kk_op *op = NULL;
+        if (kk_op_find(o.op, &op) != KK_OK)
+            return cli_usage_error(CMD, "bad --op: %s", kk_last_error_message());
+        kk_op_params p;
+        char text[512], name[600];
+        if (kk_op_params_parse(op, o.params ? o.params : "", &p) != KK_OK)
+            return cli_usage_error(CMD, "bad --params: %s", kk_last_error_message());
+        kk_op_params_format(&p, text, sizeof text);
+        for (char *c = text; *c; c++)
+            if (*c == ' ') *c = ',';
+        snprintf(name, sizeof name, "%s/%s", op->name, text);
+        rc = add_case(&l, name, op, o.params, "--params");
+    } else {
+        char path[4096];
+        rc = resolve_suite(o.suite, path, sizeof path);
+        if (rc == CLI_OK) rc = load_suite(path, &l);
+    }
+    if (rc == CLI_OK) rc = run_cases(&o, device, kind, &l, argc, argv);
+    free(l.v);
+    return rc;
+}
+
+const cli_command cli_cmd_bench = {
+    .name = CMD,
+    .summary = "time op kernels on a device and write a results file",
+    .run = bench_run,
+    .help = bench_help,
+};
