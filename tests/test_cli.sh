@@ -3,19 +3,7 @@
 # The CLI's conventions: help, version, exit codes, clear messages for bad input.
 set -uo pipefail
 cli=$1
-fails=0
-check() { # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want=$2 pattern=$3; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fails=$((fails+1)); return
-  fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; fails=$((fails+1)); return
-  fi
-  echo "ok   $name"
-}
+. "$(dirname "$0")/cli_check.sh"
 check help           0 "Usage: kernelkit"                -- "$cli" --help
 check help-short     0 "Commands:"                       -- "$cli" -h
 check help-cmd       0 "Usage: kernelkit info"           -- "$cli" help info

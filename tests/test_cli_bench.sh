@@ -5,21 +5,9 @@
 set -uo pipefail
 cli=$1
 src=$2
-fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-check() { # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want=$2 pattern=$3; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | tail -20; fails=$((fails+1)); return
-  fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | tail -20; fails=$((fails+1)); return
-  fi
-  echo "ok   $name"
-}
+. "$(dirname "$0")/cli_check.sh"
 
 suites=$src/bench/suites
 check smoke          0 "^smoke/convert/64Ki-f32-bf16 +median .* GB/s  n=[0-9]+  stop=" \

@@ -4,21 +4,9 @@
 # through `run` (the inputs are made by `run --random` itself: no Python needed).
 set -uo pipefail
 cli=$1
-fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-check() { # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want=$2 pattern=$3; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | tail -20; fails=$((fails+1)); return
-  fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | tail -20; fails=$((fails+1)); return
-  fi
-  echo "ok   $name"
-}
+. "$(dirname "$0")/cli_check.sh"
 
 # ---- check ----
 check smoke          0 "^49 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert --device cpu --suite smoke
