@@ -19,419 +19,470 @@
 #include "harness/op_convert.h"
 #include "kernelkit/harness_run.h"
 
-static const kk_dtype floats[7] = {KK_DTYPE_F64,  KK_DTYPE_F32,      KK_DTYPE_F16,
-                                   KK_DTYPE_BF16, KK_DTYPE_FP8_E4M3, KK_DTYPE_FP8_E5M2,
-                                   KK_DTYPE_E2M1};
+static const kk_dtype floats[7] = {
+    KK_DTYPE_F64,      KK_DTYPE_F32,      KK_DTYPE_F16, KK_DTYPE_BF16,
+    KK_DTYPE_FP8_E4M3, KK_DTYPE_FP8_E5M2, KK_DTYPE_E2M1};
 
 static const kk_run_options cpu = {.device = "cpu"};
 
-/* A case of `op` (a registry row or a test's copy of one) from a params text. */
+/* A case of `op` (a registry row or a test's copy of one) from a params text.
+ */
 static kk_case make_case(const kk_op *op, const char *text, uint64_t seed) {
-    kk_case c;
-    memset(&c, 0, sizeof c);
-    kk_assert_ok(kk_op_params_parse(op, text, &c.params));
-    snprintf(c.name, sizeof c.name, "test/%s", op->name);
-    c.seed = seed;
-    return c;
+  kk_case c;
+  memset(&c, 0, sizeof c);
+  kk_assert_ok(kk_op_params_parse(op, text, &c.params));
+  snprintf(c.name, sizeof c.name, "test/%s", op->name);
+  c.seed = seed;
+  return c;
 }
 
 static kk_case_status run(const kk_case *c, kk_case_result *r) {
-    kk_assert_ok(kk_case_run(c, &cpu, r));
-    if (r->status != KK_CASE_PASS)
-        print_message("    %s: %s\n", kk_case_status_name(r->status), r->message);
-    return r->status;
+  kk_assert_ok(kk_case_run(c, &cpu, r));
+  if (r->status != KK_CASE_PASS)
+    print_message("    %s: %s\n", kk_case_status_name(r->status), r->message);
+  return r->status;
 }
 
 static const kk_op *find(const char *name) {
-    const kk_op *op;
-    kk_assert_ok(kk_op_find(name, &op));
-    return op;
+  const kk_op *op;
+  kk_assert_ok(kk_op_find(name, &op));
+  return op;
 }
 
 /* ---- the real convert op ---- */
 
 static void convert_passes_for_every_pair(void **state) {
-    (void)state;
-    for (int s = 0; s < 7; s++)
-        for (int d = 0; d < 7; d++)
-            for (int n = 1; n <= 1001; n += 500) {
-                char text[128];
-                snprintf(text, sizeof text, "n=%d src=%s dst=%s", n, kk_dtype_name(floats[s]),
-                         kk_dtype_name(floats[d]));
-                kk_case c = make_case(find("convert"), text, (uint64_t)(s * 7 + d));
-                kk_case_result r;
-                if (run(&c, &r) != KK_CASE_PASS) fail_msg("%s failed", text);
-                assert_int_equal(r.noutputs, 1);
-                assert_true(r.max_abs_err == 0.0);
-                /* no NaN in e2m1: the unwritten-element check needs two runs */
-                if (floats[d] == KK_DTYPE_E2M1) assert_int_equal(r.kernel_runs, 2);
-            }
+  (void)state;
+  for (int s = 0; s < 7; s++)
+    for (int d = 0; d < 7; d++)
+      for (int n = 1; n <= 1001; n += 500) {
+        char text[128];
+        snprintf(text, sizeof text, "n=%d src=%s dst=%s", n,
+                 kk_dtype_name(floats[s]), kk_dtype_name(floats[d]));
+        kk_case c = make_case(find("convert"), text, (uint64_t)(s * 7 + d));
+        kk_case_result r;
+        if (run(&c, &r) != KK_CASE_PASS)
+          fail_msg("%s failed", text);
+        assert_int_equal(r.noutputs, 1);
+        assert_true(r.max_abs_err == 0.0);
+        /* no NaN in e2m1: the unwritten-element check needs two runs */
+        if (floats[d] == KK_DTYPE_E2M1)
+          assert_int_equal(r.kernel_runs, 2);
+      }
 }
 
 /* ---- wrong convert kernels ---- */
 
-enum { BUG_SHIFT, BUG_UNWRITTEN, BUG_TOWARD_ZERO, BUG_INPUT, BUG_ERROR, BUG_UNSUPPORTED };
+enum {
+  BUG_SHIFT,
+  BUG_UNWRITTEN,
+  BUG_TOWARD_ZERO,
+  BUG_INPUT,
+  BUG_ERROR,
+  BUG_UNSUPPORTED
+};
 static int g_bug;
 
 static double get(const kk_tensor *t, int64_t i) {
-    const uint8_t *b = t->data;
-    double v;
-    if (t->dtype == KK_DTYPE_E2M1) return kk_e2m1_to_f32((uint8_t)(b[i / 2] >> 4 * (i % 2)));
-    kk_assert_ok(
-        kk_convert_host(b + i * kk_dtype_bits(t->dtype) / 8, t->dtype, &v, KK_DTYPE_F64, 1));
-    return v;
+  const uint8_t *b = t->data;
+  double v;
+  if (t->dtype == KK_DTYPE_E2M1)
+    return kk_e2m1_to_f32((uint8_t)(b[i / 2] >> 4 * (i % 2)));
+  kk_assert_ok(kk_convert_host(b + i * kk_dtype_bits(t->dtype) / 8, t->dtype,
+                               &v, KK_DTYPE_F64, 1));
+  return v;
 }
 
 /* Element i of t as its code (bits), and back. */
 static uint64_t code(const kk_tensor *t, int64_t i) {
-    const uint8_t *b = t->data;
-    if (t->dtype == KK_DTYPE_E2M1) return (b[i / 2] >> 4 * (i % 2)) & 0xF;
-    uint64_t v = 0;
-    memcpy(&v, b + i * kk_dtype_bits(t->dtype) / 8, (size_t)kk_dtype_bits(t->dtype) / 8);
-    return v;
+  const uint8_t *b = t->data;
+  if (t->dtype == KK_DTYPE_E2M1)
+    return (b[i / 2] >> 4 * (i % 2)) & 0xF;
+  uint64_t v = 0;
+  memcpy(&v, b + i * kk_dtype_bits(t->dtype) / 8,
+         (size_t)kk_dtype_bits(t->dtype) / 8);
+  return v;
 }
 
 static void set_code(kk_tensor *t, int64_t i, uint64_t v) {
-    uint8_t *b = t->data;
-    if (t->dtype == KK_DTYPE_E2M1) {
-        b[i / 2] = (uint8_t)((b[i / 2] & (0xF0 >> 4 * (i % 2))) | (v & 0xF) << 4 * (i % 2));
-        return;
-    }
-    memcpy(b + i * kk_dtype_bits(t->dtype) / 8, &v, (size_t)kk_dtype_bits(t->dtype) / 8);
+  uint8_t *b = t->data;
+  if (t->dtype == KK_DTYPE_E2M1) {
+    b[i / 2] = (uint8_t)((b[i / 2] & (0xF0 >> 4 * (i % 2))) |
+                         (v & 0xF) << 4 * (i % 2));
+    return;
+  }
+  memcpy(b + i * kk_dtype_bits(t->dtype) / 8, &v,
+         (size_t)kk_dtype_bits(t->dtype) / 8);
 }
 
-static kk_status convert_one(const kk_tensor *x, int64_t i, kk_tensor *y, int64_t j) {
-    const double v = get(x, i);
-    uint8_t tmp[8] = {0};
-    kk_status st = kk_convert_host(&v, KK_DTYPE_F64, tmp, y->dtype, 1);
-    kk_tensor *one;
-    kk_assert_ok(kk_tensor_wrap("cpu", y->dtype, 1, (int64_t[]){1}, NULL, tmp, &one));
-    set_code(y, j, code(one, 0));
-    kk_tensor_destroy(one);
-    return st;
+static kk_status convert_one(const kk_tensor *x, int64_t i, kk_tensor *y,
+                             int64_t j) {
+  const double v = get(x, i);
+  uint8_t tmp[8] = {0};
+  kk_status st = kk_convert_host(&v, KK_DTYPE_F64, tmp, y->dtype, 1);
+  kk_tensor *one;
+  kk_assert_ok(
+      kk_tensor_wrap("cpu", y->dtype, 1, (int64_t[]){1}, NULL, tmp, &one));
+  set_code(y, j, code(one, 0));
+  kk_tensor_destroy(one);
+  return st;
 }
 
-static kk_status wrong_convert(const kk_op_params *p, kk_tensor *const *t) {
-    const int64_t n = kk_tensor_numel(t[0]);
-    if (g_bug == BUG_ERROR) return KK_ERR_KERNEL_LAUNCH;
-    if (g_bug == BUG_UNSUPPORTED) return KK_ERR_UNSUPPORTED;
-    for (int64_t i = 0; i < n; i++) {
-        if (g_bug == BUG_UNWRITTEN && i == n - 1) continue;
-        convert_one(t[0], i, t[1], g_bug == BUG_SHIFT ? (i + 1) % n : i);
-        const double x = get(t[0], i), y = get(t[1], i);
-        /* toward zero: one code down in magnitude (sign-magnitude formats) */
-        if (g_bug == BUG_TOWARD_ZERO && y == y && x == x && y - y == 0 && (y > 0 ? y > x : y < x))
-            set_code(t[1], i, code(t[1], i) - 1);
-    }
-    if (g_bug == BUG_INPUT) set_code(t[0], n / 2, code(t[0], n / 2) ^ 1);
-    (void)p;
-    return KK_OK;
+static kk_status wrong_convert(const kk_op_params *p, kk_tensor *const *t,
+                               kk_stream stream) {
+  (void)stream;
+  const int64_t n = kk_tensor_numel(t[0]);
+  if (g_bug == BUG_ERROR)
+    return KK_ERR_KERNEL_LAUNCH;
+  if (g_bug == BUG_UNSUPPORTED)
+    return KK_ERR_UNSUPPORTED;
+  for (int64_t i = 0; i < n; i++) {
+    if (g_bug == BUG_UNWRITTEN && i == n - 1)
+      continue;
+    convert_one(t[0], i, t[1], g_bug == BUG_SHIFT ? (i + 1) % n : i);
+    const double x = get(t[0], i), y = get(t[1], i);
+    /* toward zero: one code down in magnitude (sign-magnitude formats) */
+    if (g_bug == BUG_TOWARD_ZERO && y == y && x == x && y - y == 0 &&
+        (y > 0 ? y > x : y < x))
+      set_code(t[1], i, code(t[1], i) - 1);
+  }
+  if (g_bug == BUG_INPUT)
+    set_code(t[0], n / 2, code(t[0], n / 2) ^ 1);
+  (void)p;
+  return KK_OK;
 }
 
 static kk_case_result run_wrong(int bug, const char *text) {
-    kk_op row = *find("convert"); /* the test's own row: the registry is read-only */
-    row.kernels[KK_BACKEND_CPU] = wrong_convert;
-    g_bug = bug;
-    kk_case c = make_case(&row, text, 11);
-    kk_case_result r;
-    run(&c, &r);
-    return r;
+  kk_op row =
+      *find("convert"); /* the test's own row: the registry is read-only */
+  row.kernels[KK_BACKEND_CPU] = wrong_convert;
+  g_bug = bug;
+  kk_case c = make_case(&row, text, 11);
+  kk_case_result r;
+  run(&c, &r);
+  return r;
 }
 
 static void wrong_converts_fail(void **state) {
-    (void)state;
-    static const char *const texts[] = {"n=100 src=f32 dst=bf16", "n=100 src=f32 dst=f16",
-                                        "n=99 src=f32 dst=fp8_e4m3", "n=99 src=bf16 dst=e2m1",
-                                        "n=64 src=f16 dst=fp8_e5m2"};
-    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
-        assert_int_equal(run_wrong(BUG_SHIFT, texts[k]).status, KK_CASE_FAIL);
-        assert_int_equal(run_wrong(BUG_TOWARD_ZERO, texts[k]).status, KK_CASE_FAIL);
-        assert_int_equal(run_wrong(BUG_INPUT, texts[k]).status, KK_CASE_FAIL);
-        kk_case_result r = run_wrong(BUG_UNWRITTEN, texts[k]);
-        assert_int_equal(r.status, KK_CASE_FAIL);
-        assert_string_equal(r.first_bad_tensor, "y");
-        assert_int_equal(r.first_bad, r.outputs[0].check.count - 1);
-        kk_assert_contains(r.message, "y: ");
-    }
-    /* e2m1 has no NaN: the last element is found by the two poison runs */
-    kk_case_result r = run_wrong(BUG_UNWRITTEN, "n=99 src=bf16 dst=e2m1");
-    assert_int_equal(r.outputs[0].unwritten, 1);
-    assert_int_equal(r.outputs[0].first_unwritten, 98);
-    kk_assert_contains(run_wrong(BUG_INPUT, "n=8 src=f32 dst=f16").message, "changed input x");
-    r = run_wrong(BUG_ERROR, "n=8 src=f32 dst=f16");
-    assert_int_equal(r.status, KK_CASE_ERROR);
-    assert_int_equal(run_wrong(BUG_UNSUPPORTED, "n=8 src=f32 dst=f16").status, KK_CASE_SKIP);
+  (void)state;
+  static const char *const texts[] = {
+      "n=100 src=f32 dst=bf16", "n=100 src=f32 dst=f16",
+      "n=99 src=f32 dst=fp8_e4m3", "n=99 src=bf16 dst=e2m1",
+      "n=64 src=f16 dst=fp8_e5m2"};
+  for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+    assert_int_equal(run_wrong(BUG_SHIFT, texts[k]).status, KK_CASE_FAIL);
+    assert_int_equal(run_wrong(BUG_TOWARD_ZERO, texts[k]).status, KK_CASE_FAIL);
+    assert_int_equal(run_wrong(BUG_INPUT, texts[k]).status, KK_CASE_FAIL);
+    kk_case_result r = run_wrong(BUG_UNWRITTEN, texts[k]);
+    assert_int_equal(r.status, KK_CASE_FAIL);
+    assert_string_equal(r.first_bad_tensor, "y");
+    assert_int_equal(r.first_bad, r.outputs[0].check.count - 1);
+    kk_assert_contains(r.message, "y: ");
+  }
+  /* e2m1 has no NaN: the last element is found by the two poison runs */
+  kk_case_result r = run_wrong(BUG_UNWRITTEN, "n=99 src=bf16 dst=e2m1");
+  assert_int_equal(r.outputs[0].unwritten, 1);
+  assert_int_equal(r.outputs[0].first_unwritten, 98);
+  kk_assert_contains(run_wrong(BUG_INPUT, "n=8 src=f32 dst=f16").message,
+                     "changed input x");
+  r = run_wrong(BUG_ERROR, "n=8 src=f32 dst=f16");
+  assert_int_equal(r.status, KK_CASE_ERROR);
+  assert_int_equal(run_wrong(BUG_UNSUPPORTED, "n=8 src=f32 dst=f16").status,
+                   KK_CASE_SKIP);
 }
 
 /* ---- a float op through the tolerance path: a naive GEMM ---- */
 
-static kk_status naive_gemm(const kk_op_params *p, kk_tensor *const *t) {
-    const int64_t M = t[0]->shape[0], K = t[0]->shape[1], N = t[1]->shape[0];
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++) {
-            float acc = 0.0f;
-            for (int64_t k = 0; k < K; k++)
-                acc += (float)(get(t[0], m * K + k) * get(t[1], n * K + k));
-            const double v = acc;
-            uint8_t tmp[8];
-            kk_assert_ok(kk_convert_host(&v, KK_DTYPE_F64, tmp, t[2]->dtype, 1));
-            memcpy((uint8_t *)t[2]->data + (m * N + n) * kk_dtype_bits(t[2]->dtype) / 8, tmp,
-                   (size_t)kk_dtype_bits(t[2]->dtype) / 8);
-        }
-    (void)p;
-    return KK_OK;
+static kk_status naive_gemm(const kk_op_params *p, kk_tensor *const *t,
+                            kk_stream stream) {
+  (void)stream;
+  const int64_t M = t[0]->shape[0], K = t[0]->shape[1], N = t[1]->shape[0];
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; k++)
+        acc += (float)(get(t[0], m * K + k) * get(t[1], n * K + k));
+      const double v = acc;
+      uint8_t tmp[8];
+      kk_assert_ok(kk_convert_host(&v, KK_DTYPE_F64, tmp, t[2]->dtype, 1));
+      memcpy((uint8_t *)t[2]->data +
+                 (m * N + n) * kk_dtype_bits(t[2]->dtype) / 8,
+             tmp, (size_t)kk_dtype_bits(t[2]->dtype) / 8);
+    }
+  (void)p;
+  return KK_OK;
 }
 
 static void gemm_copy_passes_and_flop_limit_skips(void **state) {
-    (void)state;
-    kk_op row = *find("gemm");
-    row.kernels[KK_BACKEND_CPU] = naive_gemm;
-    static const char *const texts[] = {"M=5 N=7 K=33 dtype=f32", "M=17 N=3 K=64 dtype=bf16",
-                                        "M=1 N=1 K=1 dtype=f16"};
-    for (int k = 0; k < 3; k++) {
-        kk_case c = make_case(&row, texts[k], 5);
-        kk_case_result r;
-        assert_int_equal(run(&c, &r), KK_CASE_PASS);
-        assert_true(r.max_abs_err > 0.0 || k == 2);
-    }
-    kk_case c = make_case(&row, "M=64 N=64 K=64 dtype=f32", 5);
-    kk_run_options limited = {.device = "cpu", .max_ref_flops = 1000.0};
+  (void)state;
+  kk_op row = *find("gemm");
+  row.kernels[KK_BACKEND_CPU] = naive_gemm;
+  static const char *const texts[] = {"M=5 N=7 K=33 dtype=f32",
+                                      "M=17 N=3 K=64 dtype=bf16",
+                                      "M=1 N=1 K=1 dtype=f16"};
+  for (int k = 0; k < 3; k++) {
+    kk_case c = make_case(&row, texts[k], 5);
     kk_case_result r;
-    kk_assert_ok(kk_case_run(&c, &limited, &r));
-    assert_int_equal(r.status, KK_CASE_SKIP);
-    kk_assert_contains(r.message, "GFLOP");
+    assert_int_equal(run(&c, &r), KK_CASE_PASS);
+    assert_true(r.max_abs_err > 0.0 || k == 2);
+  }
+  kk_case c = make_case(&row, "M=64 N=64 K=64 dtype=f32", 5);
+  kk_run_options limited = {.device = "cpu", .max_ref_flops = 1000.0};
+  kk_case_result r;
+  kk_assert_ok(kk_case_run(&c, &limited, &r));
+  assert_int_equal(r.status, KK_CASE_SKIP);
+  kk_assert_contains(r.message, "GFLOP");
 }
 
 /* ---- no kernel: SKIP, exit status 2 ---- */
 
 static void no_kernel_skips_and_exit_codes(void **state) {
-    (void)state;
-    kk_case c = make_case(find("attention"), "B=1 Hq=1 Hkv=1 Sq=4 Sk=4 D=16", 1);
-    kk_case_result r;
-    kk_assert_ok(kk_case_run(&c, &cpu, &r));
-    assert_int_equal(r.status, KK_CASE_SKIP);
-    kk_assert_contains(r.message, "no cpu kernel for attention (kernels: none)");
-    kk_check_tally t = {0};
-    assert_int_equal(kk_check_tally_exit_code(&t), 2); /* nothing selected */
-    kk_check_tally_add(&t, r.status);
-    assert_int_equal(kk_check_tally_exit_code(&t), 2); /* nothing could run */
-    kk_check_tally_add(&t, KK_CASE_PASS);
-    assert_int_equal(kk_check_tally_exit_code(&t), 0);
-    kk_check_tally_add(&t, KK_CASE_ERROR);
-    assert_int_equal(kk_check_tally_exit_code(&t), 1);
-    assert_int_equal(t.passed + t.failed + t.skipped, 3);
-    char have[64];
-    kk_assert_ok(kk_op_backends_format(find("convert"), have, sizeof have));
-    assert_string_equal(have, "cpu, cuda");
-    kk_assert_ok(kk_op_backends_format(find("gemm"), have, sizeof have));
-    assert_string_equal(have, "none");
+  (void)state;
+  kk_case c = make_case(find("attention"), "B=1 Hq=1 Hkv=1 Sq=4 Sk=4 D=16", 1);
+  kk_case_result r;
+  kk_assert_ok(kk_case_run(&c, &cpu, &r));
+  assert_int_equal(r.status, KK_CASE_SKIP);
+  kk_assert_contains(r.message, "no cpu kernel for attention (kernels: none)");
+  kk_check_tally t = {0};
+  assert_int_equal(kk_check_tally_exit_code(&t), 2); /* nothing selected */
+  kk_check_tally_add(&t, r.status);
+  assert_int_equal(kk_check_tally_exit_code(&t), 2); /* nothing could run */
+  kk_check_tally_add(&t, KK_CASE_PASS);
+  assert_int_equal(kk_check_tally_exit_code(&t), 0);
+  kk_check_tally_add(&t, KK_CASE_ERROR);
+  assert_int_equal(kk_check_tally_exit_code(&t), 1);
+  assert_int_equal(t.passed + t.failed + t.skipped, 3);
+  char have[64];
+  kk_assert_ok(kk_op_backends_format(find("convert"), have, sizeof have));
+  assert_string_equal(have, "cpu, cuda");
+  kk_assert_ok(kk_op_backends_format(find("gemm"), have, sizeof have));
+  assert_string_equal(have, "none");
 }
 
-/* ---- kernelkit run's pieces: the CPU kernel equals the rounded reference ---- */
+/* ---- kernelkit run's pieces: the CPU kernel equals the rounded reference ----
+ */
 
 static void run_host_kernel_equals_reference(void **state) {
-    (void)state;
-    kk_op_params p;
-    kk_assert_ok(kk_op_params_parse(find("convert"), "n=1000 src=f32 dst=bf16", &p));
-    float x[1000];
-    uint16_t y_kernel[1000], y_ref[1000];
-    kk_assert_ok(kk_case_fill_inputs(&p, 3, KK_DIST_FULL, (void *[]){x}));
-    kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){x, y_kernel}));
-    kk_assert_ok(kk_run_reference_host(&p, (void *[]){x, y_ref}));
-    for (int i = 0; i < 1000; i++)
-        if (y_kernel[i] != y_ref[i] && !(x[i] != x[i])) /* NaN payloads may differ */
-            fail_msg("element %d: kernel %04x reference %04x", i, y_kernel[i], y_ref[i]);
-    kk_assert_ok(kk_op_params_parse(find("gemm"), "M=2 N=2 K=2", &p));
-    uint16_t g[3][4];
-    kk_assert_status(kk_run_kernel_host(&p, "cpu", (void *[]){g[0], g[1], g[2]}),
-                     KK_ERR_UNSUPPORTED);
-    kk_assert_contains(kk_last_error_message(), "--device reference");
+  (void)state;
+  kk_op_params p;
+  kk_assert_ok(
+      kk_op_params_parse(find("convert"), "n=1000 src=f32 dst=bf16", &p));
+  float x[1000];
+  uint16_t y_kernel[1000], y_ref[1000];
+  kk_assert_ok(kk_case_fill_inputs(&p, 3, KK_DIST_FULL, (void *[]){x}));
+  kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){x, y_kernel}));
+  kk_assert_ok(kk_run_reference_host(&p, (void *[]){x, y_ref}));
+  for (int i = 0; i < 1000; i++)
+    if (y_kernel[i] != y_ref[i] &&
+        !(x[i] != x[i])) /* NaN payloads may differ */
+      fail_msg("element %d: kernel %04x reference %04x", i, y_kernel[i],
+               y_ref[i]);
+  kk_assert_ok(kk_op_params_parse(find("gemm"), "M=2 N=2 K=2", &p));
+  uint16_t g[3][4];
+  kk_assert_status(kk_run_kernel_host(&p, "cpu", (void *[]){g[0], g[1], g[2]}),
+                   KK_ERR_UNSUPPORTED);
+  kk_assert_contains(kk_last_error_message(), "--device reference");
 }
 
 /* ---- case generation ---- */
 
 static void inputs_are_deterministic(void **state) {
-    (void)state;
-    for (int i = 0; i < kk_op_count(); i++) {
-        kk_case c;
-        kk_assert_ok(kk_case_fuzz(kk_op_at(i), 9, 3, KK_DIST_FULL, NULL, &c));
-        kk_op_tensor t[KK_OP_MAX_TENSORS];
-        int n = 0;
-        kk_assert_ok(kk_op_tensors(&c.params, t, &n));
-        void *a[KK_OP_MAX_TENSORS], *b[KK_OP_MAX_TENSORS], *d[KK_OP_MAX_TENSORS];
-        size_t bytes[KK_OP_MAX_TENSORS], total = 0, same_other = 0;
-        for (int k = 0; k < n; k++) {
-            bytes[k] = kk_dtype_bytes(t[k].dtype, (size_t)t[k].numel);
-            a[k] = calloc(1, bytes[k]), b[k] = calloc(1, bytes[k]), d[k] = calloc(1, bytes[k]);
-        }
-        kk_assert_ok(kk_case_fill_inputs(&c.params, 42, KK_DIST_FULL, a));
-        kk_assert_ok(kk_case_fill_inputs(&c.params, 42, KK_DIST_FULL, b));
-        kk_assert_ok(kk_case_fill_inputs(&c.params, 43, KK_DIST_FULL, d));
-        for (int k = 0; k < n && !t[k].is_output; k++) {
-            assert_memory_equal(a[k], b[k], bytes[k]);
-            total += bytes[k];
-            same_other += memcmp(a[k], d[k], bytes[k]) == 0 ? bytes[k] : 0;
-        }
-        assert_true(same_other < total); /* another seed, other data */
-        for (int k = 0; k < n; k++) free(a[k]), free(b[k]), free(d[k]);
-        /* the fuzzer: same (seed, index), same case; another seed, other cases */
-        kk_case again, other;
-        kk_assert_ok(kk_case_fuzz(kk_op_at(i), 9, 3, KK_DIST_FULL, NULL, &again));
-        assert_memory_equal(&c, &again, sizeof c);
-        int differ = 0;
-        for (int k = 0; k < 8; k++) {
-            kk_assert_ok(kk_case_fuzz(kk_op_at(i), 9, k, KK_DIST_FULL, NULL, &c));
-            kk_assert_ok(kk_case_fuzz(kk_op_at(i), 10, k, KK_DIST_FULL, NULL, &other));
-            differ += memcmp(&c.params, &other.params, sizeof c.params) != 0;
-        }
-        assert_true(differ > 0);
+  (void)state;
+  for (int i = 0; i < kk_op_count(); i++) {
+    kk_case c;
+    kk_assert_ok(kk_case_fuzz(kk_op_at(i), 9, 3, KK_DIST_FULL, NULL, &c));
+    kk_op_tensor t[KK_OP_MAX_TENSORS];
+    int n = 0;
+    kk_assert_ok(kk_op_tensors(&c.params, t, &n));
+    void *a[KK_OP_MAX_TENSORS], *b[KK_OP_MAX_TENSORS], *d[KK_OP_MAX_TENSORS];
+    size_t bytes[KK_OP_MAX_TENSORS], total = 0, same_other = 0;
+    for (int k = 0; k < n; k++) {
+      bytes[k] = kk_dtype_bytes(t[k].dtype, (size_t)t[k].numel);
+      a[k] = calloc(1, bytes[k]), b[k] = calloc(1, bytes[k]),
+      d[k] = calloc(1, bytes[k]);
     }
-    assert_int_equal(kk_case_seed(1, "smoke/gemm/x"), kk_case_seed(1, "smoke/gemm/x"));
-    assert_true(kk_case_seed(1, "smoke/gemm/x") != kk_case_seed(2, "smoke/gemm/x"));
-    assert_true(kk_case_seed(1, "smoke/gemm/x") != kk_case_seed(1, "smoke/gemm/y"));
+    kk_assert_ok(kk_case_fill_inputs(&c.params, 42, KK_DIST_FULL, a));
+    kk_assert_ok(kk_case_fill_inputs(&c.params, 42, KK_DIST_FULL, b));
+    kk_assert_ok(kk_case_fill_inputs(&c.params, 43, KK_DIST_FULL, d));
+    for (int k = 0; k < n && !t[k].is_output; k++) {
+      assert_memory_equal(a[k], b[k], bytes[k]);
+      total += bytes[k];
+      same_other += memcmp(a[k], d[k], bytes[k]) == 0 ? bytes[k] : 0;
+    }
+    assert_true(same_other < total); /* another seed, other data */
+    for (int k = 0; k < n; k++)
+      free(a[k]), free(b[k]), free(d[k]);
+    /* the fuzzer: same (seed, index), same case; another seed, other cases */
+    kk_case again, other;
+    kk_assert_ok(kk_case_fuzz(kk_op_at(i), 9, 3, KK_DIST_FULL, NULL, &again));
+    assert_memory_equal(&c, &again, sizeof c);
+    int differ = 0;
+    for (int k = 0; k < 8; k++) {
+      kk_assert_ok(kk_case_fuzz(kk_op_at(i), 9, k, KK_DIST_FULL, NULL, &c));
+      kk_assert_ok(
+          kk_case_fuzz(kk_op_at(i), 10, k, KK_DIST_FULL, NULL, &other));
+      differ += memcmp(&c.params, &other.params, sizeof c.params) != 0;
+    }
+    assert_true(differ > 0);
+  }
+  assert_int_equal(kk_case_seed(1, "smoke/gemm/x"),
+                   kk_case_seed(1, "smoke/gemm/x"));
+  assert_true(kk_case_seed(1, "smoke/gemm/x") !=
+              kk_case_seed(2, "smoke/gemm/x"));
+  assert_true(kk_case_seed(1, "smoke/gemm/x") !=
+              kk_case_seed(1, "smoke/gemm/y"));
 }
 
 static void fuzz_params_are_valid_and_varied(void **state) {
-    (void)state;
-    for (int i = 0; i < kk_op_count(); i++) {
-        const kk_op *op = kk_op_at(i);
-        int ones = 0, odd_tiles = 0;
-        for (int k = 0; k < 1000; k++) {
-            kk_case c;
-            kk_assert_ok(kk_case_fuzz(op, 2024, k, KK_DIST_FULL, NULL, &c));
-            kk_assert_ok(kk_op_params_validate(&c.params));
-            assert_true(kk_op_flops(&c.params) <= 0x1p25);
-            for (int j = 0; j < op->nparams; j++) {
-                const kk_op_param *d = &op->params[j];
-                if (d->kind != KK_PARAM_INT || d->min < 1) continue;
-                ones += c.params.i[j] == 1;
-                odd_tiles += d->multiple <= 1 && c.params.i[j] % 16 != 0;
-            }
-        }
-        print_message("    %s: %d sizes of 1, %d sizes not a multiple of 16\n", op->name, ones,
-                      odd_tiles);
-        assert_true(ones > 0 && odd_tiles > 0);
+  (void)state;
+  for (int i = 0; i < kk_op_count(); i++) {
+    const kk_op *op = kk_op_at(i);
+    int ones = 0, odd_tiles = 0;
+    for (int k = 0; k < 1000; k++) {
+      kk_case c;
+      kk_assert_ok(kk_case_fuzz(op, 2024, k, KK_DIST_FULL, NULL, &c));
+      kk_assert_ok(kk_op_params_validate(&c.params));
+      assert_true(kk_op_flops(&c.params) <= 0x1p25);
+      for (int j = 0; j < op->nparams; j++) {
+        const kk_op_param *d = &op->params[j];
+        if (d->kind != KK_PARAM_INT || d->min < 1)
+          continue;
+        ones += c.params.i[j] == 1;
+        odd_tiles += d->multiple <= 1 && c.params.i[j] % 16 != 0;
+      }
     }
+    print_message("    %s: %d sizes of 1, %d sizes not a multiple of 16\n",
+                  op->name, ones, odd_tiles);
+    assert_true(ones > 0 && odd_tiles > 0);
+  }
 }
 
 static void big_fuzz_fills_the_budget(void **state) {
-    (void)state;
-    const kk_case_memory budget = {.device_bytes = UINT64_C(1) << 26,
-                                   .host_bytes = UINT64_C(1) << 28};
-    for (int i = 0; i < kk_op_count(); i++) {
-        kk_case c;
-        kk_case_memory need;
-        kk_assert_ok(kk_case_fuzz(kk_op_at(i), 5, 0, KK_DIST_FULL, &budget, &c));
-        kk_assert_ok(kk_op_params_validate(&c.params));
-        kk_assert_ok(kk_case_memory_need(&c.params, &need));
-        assert_true(need.device_bytes <= budget.device_bytes &&
-                    need.host_bytes <= budget.host_bytes);
-        /* it grew: at least an eighth of one budget is used */
-        assert_true(need.device_bytes > budget.device_bytes / 8 ||
-                    need.host_bytes > budget.host_bytes / 8);
-    }
+  (void)state;
+  const kk_case_memory budget = {.device_bytes = UINT64_C(1) << 26,
+                                 .host_bytes = UINT64_C(1) << 28};
+  for (int i = 0; i < kk_op_count(); i++) {
+    kk_case c;
+    kk_case_memory need;
+    kk_assert_ok(kk_case_fuzz(kk_op_at(i), 5, 0, KK_DIST_FULL, &budget, &c));
+    kk_assert_ok(kk_op_params_validate(&c.params));
+    kk_assert_ok(kk_case_memory_need(&c.params, &need));
+    assert_true(need.device_bytes <= budget.device_bytes &&
+                need.host_bytes <= budget.host_bytes);
+    /* it grew: at least an eighth of one budget is used */
+    assert_true(need.device_bytes > budget.device_bytes / 8 ||
+                need.host_bytes > budget.host_bytes / 8);
+  }
 }
 
 /* ---- suites ---- */
 
 static void attention_fuzz27_is_the_seeds_matrix(void **state) {
-    (void)state;
-    kk_case c[64];
-    int n = 0, seen[3][3][3] = {{{0}}};
-    kk_assert_ok(kk_suite_cases(1u << KK_SUITE_ATTENTION_FUZZ27, NULL, 1, KK_DIST_FULL, c, 64, &n));
-    assert_int_equal(n, 27);
-    for (int k = 0; k < n; k++) {
-        const kk_op_params *p = &c[k].params;
-        assert_string_equal(p->op->name, "attention");
-        const int64_t S = kk_op_params_int(p, "Sq"), B = kk_op_params_int(p, "B"),
-                      H = kk_op_params_int(p, "Hq");
-        assert_int_equal(kk_op_params_int(p, "Sk"), S);
-        assert_int_equal(kk_op_params_int(p, "Hkv"), H);
-        assert_int_equal(kk_op_params_int(p, "D"), 64);
-        assert_int_equal(kk_op_params_int(p, "causal"), 0);
-        assert_int_equal(kk_op_params_int(p, "dtype"), KK_DTYPE_F16);
-        const int s = S == 448 ? 0 : S == 512 ? 1 : S == 640 ? 2 : -1;
-        const int b = B == 16 ? 0 : B == 32 ? 1 : B == 48 ? 2 : -1;
-        const int h = H == 4 ? 0 : H == 8 ? 1 : H == 16 ? 2 : -1;
-        assert_true(s >= 0 && b >= 0 && h >= 0);
-        seen[s][b][h]++;
-    }
-    for (int k = 0; k < 27; k++) assert_int_equal(seen[k / 9][k / 3 % 3][k % 3], 1);
+  (void)state;
+  kk_case c[64];
+  int n = 0, seen[3][3][3] = {{{0}}};
+  kk_assert_ok(kk_suite_cases(1u << KK_SUITE_ATTENTION_FUZZ27, NULL, 1,
+                              KK_DIST_FULL, c, 64, &n));
+  assert_int_equal(n, 27);
+  for (int k = 0; k < n; k++) {
+    const kk_op_params *p = &c[k].params;
+    assert_string_equal(p->op->name, "attention");
+    const int64_t S = kk_op_params_int(p, "Sq"), B = kk_op_params_int(p, "B"),
+                  H = kk_op_params_int(p, "Hq");
+    assert_int_equal(kk_op_params_int(p, "Sk"), S);
+    assert_int_equal(kk_op_params_int(p, "Hkv"), H);
+    assert_int_equal(kk_op_params_int(p, "D"), 64);
+    assert_int_equal(kk_op_params_int(p, "causal"), 0);
+    assert_int_equal(kk_op_params_int(p, "dtype"), KK_DTYPE_F16);
+    const int s = S == 448 ? 0 : S == 512 ? 1 : S == 640 ? 2 : -1;
+    const int b = B == 16 ? 0 : B == 32 ? 1 : B == 48 ? 2 : -1;
+    const int h = H == 4 ? 0 : H == 8 ? 1 : H == 16 ? 2 : -1;
+    assert_true(s >= 0 && b >= 0 && h >= 0);
+    seen[s][b][h]++;
+  }
+  for (int k = 0; k < 27; k++)
+    assert_int_equal(seen[k / 9][k / 3 % 3][k % 3], 1);
 }
 
 static void suites_expand_and_names_are_unique(void **state) {
-    (void)state;
-    int n = 0;
-    kk_assert_ok(kk_suite_cases(KK_SUITE_ALL, NULL, 1, KK_DIST_FULL, NULL, 0, &n));
-    kk_case *c = calloc((size_t)n, sizeof *c);
-    kk_assert_ok(kk_suite_cases(KK_SUITE_ALL, NULL, 1, KK_DIST_FULL, c, n, &n));
-    int gpumode = 0, convert_smoke = 0;
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < i; j++)
-            if (strcmp(c[i].name, c[j].name) == 0) fail_msg("duplicate case %s", c[i].name);
-        gpumode += strstr(c[i].name, "correctness/nvfp4_gemv/gpumode-test") != NULL;
-        convert_smoke += strncmp(c[i].name, "smoke/convert/", 14) == 0;
-    }
-    assert_int_equal(gpumode, 18); /* 9 shapes x 2 scale layouts */
-    assert_int_equal(convert_smoke, 49);
-    kk_case found;
-    kk_assert_ok(kk_suite_case_find(c[n / 2].name, 1, KK_DIST_FULL, &found));
-    assert_memory_equal(&found, &c[n / 2], sizeof found);
-    kk_assert_ok(kk_suite_case_find("smoke/convert/n37-f32-bf16", 1, KK_DIST_FULL, &found));
-    assert_int_equal(kk_case_dtype(&found.params), KK_DTYPE_BF16);
-    kk_assert_status(kk_suite_case_find("smoke/convert/nope", 1, KK_DIST_FULL, &found),
-                     KK_ERR_INVALID_ARGUMENT);
-    unsigned mask;
-    kk_assert_ok(kk_suite_parse("all", &mask));
-    assert_int_equal(mask, KK_SUITE_ALL);
-    kk_assert_ok(kk_suite_parse("smoke,attention-fuzz27", &mask));
-    assert_int_equal(mask, (1u << KK_SUITE_SMOKE) | (1u << KK_SUITE_ATTENTION_FUZZ27));
-    kk_assert_status(kk_suite_parse("smoke,fast", &mask), KK_ERR_INVALID_ARGUMENT);
-    free(c);
+  (void)state;
+  int n = 0;
+  kk_assert_ok(
+      kk_suite_cases(KK_SUITE_ALL, NULL, 1, KK_DIST_FULL, NULL, 0, &n));
+  kk_case *c = calloc((size_t)n, sizeof *c);
+  kk_assert_ok(kk_suite_cases(KK_SUITE_ALL, NULL, 1, KK_DIST_FULL, c, n, &n));
+  int gpumode = 0, convert_smoke = 0;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < i; j++)
+      if (strcmp(c[i].name, c[j].name) == 0)
+        fail_msg("duplicate case %s", c[i].name);
+    gpumode += strstr(c[i].name, "correctness/nvfp4_gemv/gpumode-test") != NULL;
+    convert_smoke += strncmp(c[i].name, "smoke/convert/", 14) == 0;
+  }
+  assert_int_equal(gpumode, 18); /* 9 shapes x 2 scale layouts */
+  assert_int_equal(convert_smoke, 49);
+  kk_case found;
+  kk_assert_ok(kk_suite_case_find(c[n / 2].name, 1, KK_DIST_FULL, &found));
+  assert_memory_equal(&found, &c[n / 2], sizeof found);
+  kk_assert_ok(kk_suite_case_find("smoke/convert/n37-f32-bf16", 1, KK_DIST_FULL,
+                                  &found));
+  assert_int_equal(kk_case_dtype(&found.params), KK_DTYPE_BF16);
+  kk_assert_status(
+      kk_suite_case_find("smoke/convert/nope", 1, KK_DIST_FULL, &found),
+      KK_ERR_INVALID_ARGUMENT);
+  unsigned mask;
+  kk_assert_ok(kk_suite_parse("all", &mask));
+  assert_int_equal(mask, KK_SUITE_ALL);
+  kk_assert_ok(kk_suite_parse("smoke,attention-fuzz27", &mask));
+  assert_int_equal(mask,
+                   (1u << KK_SUITE_SMOKE) | (1u << KK_SUITE_ATTENTION_FUZZ27));
+  kk_assert_status(kk_suite_parse("smoke,fast", &mask),
+                   KK_ERR_INVALID_ARGUMENT);
+  free(c);
 }
 
 static void force_dtype(void **state) {
-    (void)state;
-    kk_op_params p;
-    kk_assert_ok(kk_op_params_parse(find("gemm"), "dtype=f32", &p));
-    kk_assert_ok(kk_case_force_dtype(&p, KK_DTYPE_BF16));
-    assert_int_equal(kk_case_dtype(&p), KK_DTYPE_BF16);
-    kk_assert_status(kk_case_force_dtype(&p, KK_DTYPE_E2M1), KK_ERR_UNSUPPORTED);
-    kk_assert_ok(kk_op_params_parse(find("convert"), "src=f16 dst=f32", &p));
-    kk_assert_ok(kk_case_force_dtype(&p, KK_DTYPE_E2M1));
-    assert_int_equal(p.i[KK__CVT_DST], KK_DTYPE_E2M1);
-    assert_int_equal(p.i[KK__CVT_SRC], KK_DTYPE_F16);
-    kk_assert_ok(kk_op_params_parse(find("nvfp4_gemv"), "", &p));
-    kk_assert_ok(kk_case_force_dtype(&p, KK_DTYPE_F16));
-    kk_assert_status(kk_case_force_dtype(&p, KK_DTYPE_BF16), KK_ERR_UNSUPPORTED);
+  (void)state;
+  kk_op_params p;
+  kk_assert_ok(kk_op_params_parse(find("gemm"), "dtype=f32", &p));
+  kk_assert_ok(kk_case_force_dtype(&p, KK_DTYPE_BF16));
+  assert_int_equal(kk_case_dtype(&p), KK_DTYPE_BF16);
+  kk_assert_status(kk_case_force_dtype(&p, KK_DTYPE_E2M1), KK_ERR_UNSUPPORTED);
+  kk_assert_ok(kk_op_params_parse(find("convert"), "src=f16 dst=f32", &p));
+  kk_assert_ok(kk_case_force_dtype(&p, KK_DTYPE_E2M1));
+  assert_int_equal(p.i[KK__CVT_DST], KK_DTYPE_E2M1);
+  assert_int_equal(p.i[KK__CVT_SRC], KK_DTYPE_F16);
+  kk_assert_ok(kk_op_params_parse(find("nvfp4_gemv"), "", &p));
+  kk_assert_ok(kk_case_force_dtype(&p, KK_DTYPE_F16));
+  kk_assert_status(kk_case_force_dtype(&p, KK_DTYPE_BF16), KK_ERR_UNSUPPORTED);
 }
 
 static void result_json(void **state) {
-    (void)state;
-    kk_case c = make_case(find("convert"), "n=3 src=f32 dst=f16", 1);
-    kk_case_result r;
-    char *json = NULL;
-    assert_int_equal(run(&c, &r), KK_CASE_PASS);
-    kk_assert_ok(kk_case_result_json(&c, &r, &json));
-    kk_assert_contains(json, "\"status\":\"PASS\"");
-    kk_assert_contains(json, "\"seed\":\"1\"");
-    free(json);
+  (void)state;
+  kk_case c = make_case(find("convert"), "n=3 src=f32 dst=f16", 1);
+  kk_case_result r;
+  char *json = NULL;
+  assert_int_equal(run(&c, &r), KK_CASE_PASS);
+  kk_assert_ok(kk_case_result_json(&c, &r, &json));
+  kk_assert_contains(json, "\"status\":\"PASS\"");
+  kk_assert_contains(json, "\"seed\":\"1\"");
+  free(json);
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(convert_passes_for_every_pair),
-        cmocka_unit_test(wrong_converts_fail),
-        cmocka_unit_test(gemm_copy_passes_and_flop_limit_skips),
-        cmocka_unit_test(no_kernel_skips_and_exit_codes),
-        cmocka_unit_test(run_host_kernel_equals_reference),
-        cmocka_unit_test(inputs_are_deterministic),
-        cmocka_unit_test(fuzz_params_are_valid_and_varied),
-        cmocka_unit_test(big_fuzz_fills_the_budget),
-        cmocka_unit_test(attention_fuzz27_is_the_seeds_matrix),
-        cmocka_unit_test(suites_expand_and_names_are_unique),
-        cmocka_unit_test(force_dtype),
-        cmocka_unit_test(result_json),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(convert_passes_for_every_pair),
+      cmocka_unit_test(wrong_converts_fail),
+      cmocka_unit_test(gemm_copy_passes_and_flop_limit_skips),
+      cmocka_unit_test(no_kernel_skips_and_exit_codes),
+      cmocka_unit_test(run_host_kernel_equals_reference),
+      cmocka_unit_test(inputs_are_deterministic),
+      cmocka_unit_test(fuzz_params_are_valid_and_varied),
+      cmocka_unit_test(big_fuzz_fills_the_budget),
+      cmocka_unit_test(attention_fuzz27_is_the_seeds_matrix),
+      cmocka_unit_test(suites_expand_and_names_are_unique),
+      cmocka_unit_test(force_dtype),
+      cmocka_unit_test(result_json),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
 
 #include "kernelkit/device.h"
 #include "kernelkit/dtype.h"
+#include "kernelkit/memory.h"
 #include "kernelkit/status.h"
 #include "kernelkit/tensor.h"
 
@@ -136,8 +137,17 @@ typedef kk_status (*kk_op_reference_fn)(const kk_op_params *p, const double *con
                                         double *const *outputs);
 
 /* A backend's kernel: tensors in kk_op_tensors order (inputs, then outputs),
- * on that backend's device. The CPU and CUDA ops fill these slots. */
-typedef kk_status (*kk_op_kernel_fn)(const kk_op_params *p, kk_tensor *const *tensors);
+ * contiguous, of the described dtypes and sizes, all on that backend's device
+ * (kk_op_run checks all of this before it calls a kernel).
+ *   CPU: runs synchronously; `stream` is NULL.
+ *   CUDA: called with the tensors' device current on the calling thread;
+ *   enqueues its work on `stream` (a cudaStream_t of that device; NULL = the
+ *   legacy default stream) and returns without synchronizing. It reports a
+ *   failed launch as KK_ERR_KERNEL_LAUNCH; the outputs are ready once the
+ *   stream is synchronized. It never allocates in a way that synchronizes, so
+ *   it can be captured into a CUDA graph. */
+typedef kk_status (*kk_op_kernel_fn)(const kk_op_params *p, kk_tensor *const *tensors,
+                                     kk_stream stream);
 
 struct kk_op {
     const char *name;    /* "gemm", "linear", "attention", "nvfp4_gemv" */
@@ -195,6 +205,24 @@ KK_API kk_status kk_op_params_format(const kk_op_params *p, char *buf, size_t si
 /* ---- what an op does, for valid params (validated here first) ---- */
 
 KK_API kk_status kk_op_tensors(const kk_op_params *p, kk_op_tensor *out, int *count);
+/* Run op p->op on `tensors` (kk_op_tensors order) where they live. Checks the
+ * parameters and every tensor (count, dtype, size, contiguity, one device for
+ * all) and names the first that is wrong. On a CUDA device the kernel is
+ * enqueued on `stream` (NULL = the legacy default stream) with the tensors'
+ * device current, and the call returns without synchronizing; the caller's
+ * current device is left as it was. When the tensors' backend has no kernel
+ * for the op and the CPU has one, the op runs on the CPU instead: the inputs
+ * are copied to the host, the CPU kernel runs, the outputs are copied back,
+ * synchronously, and a warning naming the op is logged once per op and
+ * backend (logger "kernelkit.ops"). KK_ERR_UNSUPPORTED when no backend can run
+ * it. */
+KK_API kk_status kk_op_run(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream);
+
+/* Wait for the work kk_op_run enqueued on `stream` of `device` ("cuda:N";
+ * "cpu" returns at once). KK_ERR_KERNEL_LAUNCH with the CUDA error name when
+ * the work failed while it ran. */
+KK_API kk_status kk_op_synchronize(const char *device, kk_stream stream);
+
 /* NaN when p is not valid (kk_last_error says why). */
 KK_API double kk_op_flops(const kk_op_params *p);
 KK_API double kk_op_bytes(const kk_op_params *p);

@@ -36,6 +36,16 @@ kk_status kk__cuda_selftest(int device, kk__cuda_selftest_result *result);
  * caller's current device is never changed (see cuda_backend.c for why). */
 void kk__cuda_run_on_device_thread(void *(*fn)(void *), void *job, int device);
 
+/* Call fn(ctx) with `device` current: on the calling thread when the device
+ * already is current there (the one-GPU case, and what a benchmark times),
+ * otherwise on a short-lived thread, carrying the last-error detail back. The
+ * caller's current device never changes. */
+kk_status kk__cuda_call_on_device(int device, kk_status (*fn)(void *ctx), void *ctx);
+
+/* Synchronize `stream` (NULL = legacy default) of `device`; a failure of the
+ * work that ran is KK_ERR_KERNEL_LAUNCH naming `what` and the CUDA error. */
+kk_status kk__cuda_stream_sync(int device, void *stream, const char *what);
+
 /* Non-zero when device `device` exists and KernelKit's kernels can run on it. */
 int kk__cuda_device_usable(int device);
 

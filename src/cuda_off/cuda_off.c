@@ -57,3 +57,17 @@ int kk__cuda_device_usable(int device) {
     (void)device;
     return 0;
 }
+
+kk_status kk__cuda_call_on_device(int device, kk_status (*fn)(void *ctx), void *ctx) {
+    (void)device;
+    (void)fn;
+    (void)ctx;
+    return kk__error(KK_ERR_CUDA_UNAVAILABLE, "kk_op_run", "the cuda backend is unavailable: %s",
+                     REASON);
+}
+
+kk_status kk__cuda_stream_sync(int device, void *stream, const char *what) {
+    (void)device;
+    (void)stream;
+    return kk__error(KK_ERR_CUDA_UNAVAILABLE, what, "the cuda backend is unavailable: %s", REASON);
+}

@@ -49,124 +49,99 @@ const kk_op_param kk__convert_params[KK__CVT_NPARAMS] = {
 };
 
 int kk__convert_describe(const kk_op_params *p, kk_op_tensor *out) {
-    const int64_t shape[1] = {p->i[KK__CVT_N]};
-    int n = kk__tensor(&out[0], "x", (kk_dtype)p->i[KK__CVT_SRC], 0, 1, shape);
-    n += kk__tensor(&out[1], "y", (kk_dtype)p->i[KK__CVT_DST], 1, 1, shape);
-    return n;
+  const int64_t shape[1] = {p->i[KK__CVT_N]};
+  int n = kk__tensor(&out[0], "x", (kk_dtype)p->i[KK__CVT_SRC], 0, 1, shape);
+  n += kk__tensor(&out[1], "y", (kk_dtype)p->i[KK__CVT_DST], 1, 1, shape);
+  return n;
 }
 
 /* A conversion does no arithmetic worth counting: its speed is its bytes. */
 double kk__convert_flops(const kk_op_params *p) {
-    (void)p;
-    return 0.0;
+  (void)p;
+  return 0.0;
 }
 
 /* Whole bytes, as they move: an odd e2m1 count still moves its last byte. */
 double kk__convert_bytes(const kk_op_params *p) {
-    const size_t n = (size_t)p->i[KK__CVT_N];
-    return (double)kk_dtype_bytes((kk_dtype)p->i[KK__CVT_SRC], n) +
-           (double)kk_dtype_bytes((kk_dtype)p->i[KK__CVT_DST], n);
+  const size_t n = (size_t)p->i[KK__CVT_N];
+  return (double)kk_dtype_bytes((kk_dtype)p->i[KK__CVT_SRC], n) +
+         (double)kk_dtype_bytes((kk_dtype)p->i[KK__CVT_DST], n);
 }
 
 kk_status kk__convert_reference(const kk_op_params *p, const double *const *in,
                                 double *const *out) {
-    const size_t n = (size_t)p->i[KK__CVT_N];
-    const kk_dtype dst = (kk_dtype)p->i[KK__CVT_DST];
-    /* src == dst is a copy in kk_convert_host: an e5m2 infinity stays one
-     * (rounding it would saturate it to 57344). */
-    if (dst == (kk_dtype)p->i[KK__CVT_SRC]) {
-        memcpy(out[0], in[0], n * sizeof(double));
-        return KK_OK;
-    }
-    void *tmp = malloc(kk_dtype_bytes(dst, n));
-    if (!tmp)
-        return kk__error(KK_ERR_OUT_OF_MEMORY, "convert", "no host memory for %zu elements", n);
-    kk_status st = kk_convert_host(in[0], KK_DTYPE_F64, tmp, dst, n);
-    if (st == KK_OK) st = kk_convert_host(tmp, dst, out[0], KK_DTYPE_F64, n);
-    free(tmp);
-    return st;
+  const size_t n = (size_t)p->i[KK__CVT_N];
+  const kk_dtype dst = (kk_dtype)p->i[KK__CVT_DST];
+  /* src == dst is a copy in kk_convert_host: an e5m2 infinity stays one
+   * (rounding it would saturate it to 57344). */
+  if (dst == (kk_dtype)p->i[KK__CVT_SRC]) {
+    memcpy(out[0], in[0], n * sizeof(double));
+    return KK_OK;
+  }
+  void *tmp = malloc(kk_dtype_bytes(dst, n));
+  if (!tmp)
+    return kk__error(KK_ERR_OUT_OF_MEMORY, "convert",
+                     "no host memory for %zu elements", n);
+  kk_status st = kk_convert_host(in[0], KK_DTYPE_F64, tmp, dst, n);
+  if (st == KK_OK)
+    st = kk_convert_host(tmp, dst, out[0], KK_DTYPE_F64, n);
+  free(tmp);
+  return st;
 }
 
 /* The tensors a kernel gets must be what the parameters describe, on the
  * kernel's own backend: a harness bug must not turn into a wild write. */
-static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind kind) {
-    kk_op_tensor d[2];
-    kk__convert_describe(p, d);
-    for (int k = 0; k < 2; k++) {
-        if (!t || !t[k] || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
-            !kk_tensor_is_contiguous(t[k]) || t[k]->device_kind != kind)
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "convert", d[k].name,
-                                 "a contiguous tensor of the described dtype and size on the "
-                                 "kernel's backend",
-                                 "%s", t && t[k] ? t[k]->device : "NULL");
-    }
-    return KK_OK;
+static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t,
+                               kk_backend_kind kind) {
+  kk_op_tensor d[2];
+  kk__convert_describe(p, d);
+  for (int k = 0; k < 2; k++) {
+    if (!t || !t[k] || t[k]->dtype != d[k].dtype ||
+        kk_tensor_numel(t[k]) != d[k].numel || !kk_tensor_is_contiguous(t[k]) ||
+        t[k]->device_kind != kind)
+      return kk__arg_error(
+          KK_ERR_INVALID_ARGUMENT, "convert", d[k].name,
+          "a contiguous tensor of the described dtype and size on the "
+          "kernel's backend",
+          "%s", t && t[k] ? t[k]->device : "NULL");
+  }
+  return KK_OK;
 }
 
-kk_status kk__convert_cpu(const kk_op_params *p, kk_tensor *const *t) {
-    kk_status st = check_tensors(p, t, KK_BACKEND_CPU);
-    if (st != KK_OK) return st;
-    return kk_convert_host(t[0]->data, t[0]->dtype, t[1]->data, t[1]->dtype,
-                           (size_t)p->i[KK__CVT_N]);
+kk_status kk__convert_cpu(const kk_op_params *p, kk_tensor *const *t,
+                          kk_stream stream) {
+  (void)stream;
+  kk_status st = check_tensors(p, t, KK_BACKEND_CPU);
+  if (st != KK_OK)
+    return st;
+  return kk_convert_host(t[0]->data, t[0]->dtype, t[1]->data, t[1]->dtype,
+                         (size_t)p->i[KK__CVT_N]);
 }
 
 #ifdef KK_HAVE_CUDA
 
-/* Queue the conversion on the current device's default stream and wait for it:
- * the kernel slot's contract is that the outputs are ready on return. */
-static kk_status convert_here(kk_tensor *const *t, size_t n) {
-    kk_status st = kk__cuda_convert(t[0]->data, t[0]->dtype, t[1]->data, t[1]->dtype, n, 0);
-    if (st != KK_OK) return st;
-    const cudaError_t e = cudaStreamSynchronize(0);
-    if (e == cudaSuccess) return KK_OK;
-    (void)cudaGetLastError();
-    return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "convert", cudaGetErrorName(e),
-                          cudaGetErrorString(e), "the conversion kernel failed on %s",
-                          t[1]->device);
-}
-
-typedef struct cuda_job {
-    kk_tensor *const *t;
-    size_t n;
-    kk_status st;
-    char message[512]; /* kk_last_error is per thread: carry the text back */
-} cuda_job;
-
-static void *convert_thread(void *arg) {
-    cuda_job *j = arg;
-    const cudaError_t e = cudaSetDevice(j->t[1]->device_index);
-    j->st = e == cudaSuccess ? convert_here(j->t, j->n)
-                             : kk__cuda_error(KK_ERR_DEVICE_FAILURE, "convert", cudaGetErrorName(e),
-                                              cudaGetErrorString(e), "cudaSetDevice failed");
-    if (j->st != KK_OK) snprintf(j->message, sizeof j->message, "%s", kk_last_error_message());
-    (void)cudaGetLastError();
-    return NULL;
-}
-
-/* On the calling thread when the tensors' device is already current (the
- * common, one-GPU case, which a benchmark times); otherwise on a helper thread,
- * so the caller's current device never changes (see cuda_backend.c). */
-kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t) {
-    kk_status st = check_tensors(p, t, KK_BACKEND_CUDA);
-    if (st != KK_OK) return st;
-    const size_t n = (size_t)p->i[KK__CVT_N];
-    int current = -1;
-    if (cudaGetDevice(&current) == cudaSuccess && current == t[1]->device_index)
-        return convert_here(t, n);
-    (void)cudaGetLastError();
-    cuda_job j = {.t = t, .n = n, .st = KK_OK, .message = ""};
-    kk__cuda_run_on_device_thread(convert_thread, &j, t[1]->device_index);
-    return j.st == KK_OK ? KK_OK : kk__error(j.st, "convert", "%s", j.message);
+/* kk_op_run has made the tensors' device current; the conversion is queued on
+ * `stream` and not waited for (the kernel slot's contract). */
+kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t,
+                           kk_stream stream) {
+  kk_status st = check_tensors(p, t, KK_BACKEND_CUDA);
+  if (st != KK_OK)
+    return st;
+  return kk__cuda_convert(t[0]->data, t[0]->dtype, t[1]->data, t[1]->dtype,
+                          (size_t)p->i[KK__CVT_N], stream);
 }
 
 #else
 
-kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t) {
-    (void)p;
-    (void)t;
-    return kk__error(KK_ERR_CUDA_UNAVAILABLE, "convert",
-                     "the cuda backend is unavailable: built without CUDA (configure with "
-                     "-DKK_CUDA=ON)");
+kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t,
+                           kk_stream stream) {
+  (void)p;
+  (void)t;
+  (void)stream;
+  return kk__error(
+      KK_ERR_CUDA_UNAVAILABLE, "convert",
+      "the cuda backend is unavailable: built without CUDA (configure with "
+      "-DKK_CUDA=ON)");
 }
 
 #endif

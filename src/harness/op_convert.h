@@ -17,8 +17,8 @@ int kk__convert_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__convert_flops(const kk_op_params *p);
 double kk__convert_bytes(const kk_op_params *p);
 kk_status kk__convert_reference(const kk_op_params *p, const double *const *in, double *const *out);
-kk_status kk__convert_cpu(const kk_op_params *p, kk_tensor *const *t);
-kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t);
+kk_status kk__convert_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 
 /* Exact: the output must be the reference rounded to dst, which the reference
  * already is, so atol = rtol = 0. NaN and inf inputs convert to NaN and inf in

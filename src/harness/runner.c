@@ -211,10 +211,10 @@ static void check_output(const kk_op *op, const bufs *b, int k, int second, kk_c
 }
 
 /* Steps 3 and 4. */
-static kk_status run_kernel(const kk_case *c, const char *device, kk_op_kernel_fn kernel, bufs *b,
-                            kk_case_result *r, int *second) {
+static kk_status run_kernel(const kk_case *c, const char *device, bufs *b, kk_case_result *r,
+                            int *second) {
     kk__kernel_run run = {.variant = 0, .inputs_back = b->back};
-    kk_status st = kk__run_kernel(&c->params, device, kernel, b->raw, &run);
+    kk_status st = kk__run_kernel(&c->params, device, b->raw, &run);
     r->kernel_runs = 1;
     r->kernel_ms = run.ms;
     *second = 0;
@@ -223,7 +223,7 @@ static kk_status run_kernel(const kk_case *c, const char *device, kk_op_kernel_f
         void *mixed[KK_OP_MAX_TENSORS];
         for (int k = 0; k < b->n; k++) mixed[k] = b->t[k].is_output ? b->raw1[k] : b->raw[k];
         run = (kk__kernel_run){.variant = 1, .inputs_back = NULL};
-        st = kk__run_kernel(&c->params, device, kernel, mixed, &run);
+        st = kk__run_kernel(&c->params, device, mixed, &run);
         r->kernel_runs = 2;
     }
     if (st == KK_OK) return KK_OK;
@@ -237,8 +237,7 @@ static kk_status run_kernel(const kk_case *c, const char *device, kk_op_kernel_f
     return st;
 }
 
-static void run_case(const kk_case *c, const char *device, kk_op_kernel_fn kernel, bufs *b,
-                     kk_case_result *r) {
+static void run_case(const kk_case *c, const char *device, bufs *b, kk_case_result *r) {
     kk_status st = kk_case_fill_inputs(&c->params, c->seed, c->dist, b->raw);
     for (int k = 0; st == KK_OK && k < b->nin; k++)
         st = kk_convert_host(b->raw[k], b->t[k].dtype, b->f64[k], KK_DTYPE_F64,
@@ -252,7 +251,7 @@ static void run_case(const kk_case *c, const char *device, kk_op_kernel_fn kerne
         return;
     }
     int second = 0;
-    if (run_kernel(c, device, kernel, b, r, &second) != KK_OK) return;
+    if (run_kernel(c, device, b, r, &second) != KK_OK) return;
     r->status = KK_CASE_PASS;
     for (int k = 0; k < b->nin; k++) { /* by element: e2m1 padding nibbles are no one's */
         size_t changed = 0;
@@ -289,7 +288,7 @@ kk_status kk_case_run(const kk_case *c, const kk_run_options *opt, kk_case_resul
     if (!bufs_alloc(&b, &c->params))
         verdict(r, KK_CASE_ERROR, "no host memory for the case's buffers");
     else
-        run_case(c, device, c->params.op->kernels[kind], &b, r);
+        run_case(c, device, &b, r);
     bufs_free(&b);
     kk_clear_error();
     return KK_OK;

@@ -68,8 +68,8 @@ static kk_status copy_back(session *s, void *const *inputs_back) {
     return st;
 }
 
-kk_status kk__run_kernel(const kk_op_params *p, const char *device, kk_op_kernel_fn kernel,
-                         void *const *bufs, kk__kernel_run *run) {
+kk_status kk__run_kernel(const kk_op_params *p, const char *device, void *const *bufs,
+                         kk__kernel_run *run) {
     session s;
     run->kernel_failed = 0;
     run->ms = 0.0;
@@ -79,7 +79,8 @@ kk_status kk__run_kernel(const kk_op_params *p, const char *device, kk_op_kernel
     if (st == KK_OK) {
         kk_clear_error(); /* what the kernel records is then its own */
         const double t0 = kk__runner_now_ms();
-        st = kernel(p, s.dev);
+        st = kk_op_run(p, s.dev, NULL);
+        if (st == KK_OK) st = kk_op_synchronize(device, NULL);
         run->ms = kk__runner_now_ms() - t0;
         run->kernel_failed = st != KK_OK;
     }
@@ -117,7 +118,7 @@ kk_status kk_run_kernel_host(const kk_op_params *p, const char *device, void *co
                          kk_backend_name(kind), p->op->name, have);
     }
     kk__kernel_run run = {.variant = 0, .inputs_back = NULL};
-    return kk__run_kernel(p, device ? device : kk_device_best(), kernel, buffers, &run);
+    return kk__run_kernel(p, device ? device : kk_device_best(), buffers, &run);
 }
 
 kk_status kk_run_reference_host(const kk_op_params *p, void *const *buffers) {

@@ -14,11 +14,12 @@ typedef struct kk__kernel_run {
 } kk__kernel_run;
 
 /* Allocate every tensor on `device`, copy the inputs of `bufs` in, poison the
- * outputs, call `kernel`, copy the outputs back into `bufs` (and the inputs
+ * outputs, run the op's kernel for that device (kk_op_run on the legacy
+ * default stream, then kk_op_synchronize), copy the outputs back into `bufs` (and the inputs
  * into run->inputs_back), free. The kernel's own error is returned as is with
  * run->kernel_failed set; any other error is a setup or copy failure. */
-kk_status kk__run_kernel(const kk_op_params *p, const char *device, kk_op_kernel_fn kernel,
-                         void *const *bufs, kk__kernel_run *run);
+kk_status kk__run_kernel(const kk_op_params *p, const char *device, void *const *bufs,
+                         kk__kernel_run *run);
 
 /* Milliseconds of a monotonic clock. */
 double kk__runner_now_ms(void);

@@ -1,0 +1,165 @@
+/* kk_op_run: run a registered op on tensors where they live, through the
+ * registry row's kernel slot for the tensors' backend, or on the CPU with one
+ * warning when that backend lacks the op (DESIGN.md: "an op a backend lacks
+ * falls back to the CPU backend with one logged warning, never silently").
+ *
+ * Every tensor is checked against what the parameters describe before any
+ * kernel sees it, so a caller's mistake is an error naming the tensor, never
+ * a wild read or write inside a kernel. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log_internal.h"
+#include "cuda/cuda_internal.h"
+#include "harness/harness_internal.h"
+#include "kernelkit/harness_run.h"
+
+#define FUNC "kk_op_run"
+
+static void shape_text(const int64_t *shape, int ndim, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int d = 0; d < ndim && used < size; d++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? "," : "",
+                             (long long)shape[d]);
+  if (used < size)
+    snprintf(buf + used, size - used, "]");
+}
+
+static kk_status check_tensor(const kk_op_params *p, const kk_op_tensor *want,
+                              const kk_tensor *t, const kk_tensor *first) {
+  char expected[192], got[192];
+  if (!t)
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
+                         "a tensor", "NULL");
+  shape_text(want->shape, want->ndim, expected, sizeof expected);
+  if (t->dtype != want->dtype) {
+    char e[224];
+    snprintf(e, sizeof e, "dtype %s", kk_dtype_name(want->dtype));
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name, e,
+                         "dtype %s", kk_dtype_name(t->dtype));
+  }
+  int same = t->ndim == want->ndim;
+  for (int d = 0; same && d < t->ndim; d++)
+    same = t->shape[d] == want->shape[d];
+  /* Any shape with the right count is accepted when the op's own shape has
+   * one dimension (a flat [n]), as convert's. */
+  if (!same && !(want->ndim == 1 && kk_tensor_numel(t) == want->numel)) {
+    shape_text(t->shape, t->ndim, got, sizeof got);
+    char e[224];
+    snprintf(e, sizeof e, "shape %s", expected);
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name, e,
+                         "shape %s", got);
+  }
+  if (!kk_tensor_is_contiguous(t))
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
+                         "a contiguous tensor (kk_tensor_contiguous makes one)",
+                         "strided");
+  if (t->device_kind != first->device_kind ||
+      t->device_index != first->device_index)
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
+                         "every tensor on one device",
+                         "%s (the first is on %s)", t->device, first->device);
+  return KK_OK;
+}
+
+static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *tensors,
+                               int *n, kk_op_tensor *want) {
+  kk_status st = kk_op_tensors(p, want, n);
+  if (st == KK_OK)
+    st = KK__CHECK_NOT_NULL(tensors);
+  for (int k = 0; st == KK_OK && k < *n; k++)
+    st = check_tensor(p, &want[k], tensors[k], tensors[0]);
+  return st;
+}
+
+/* ---- the CPU fallback ---- */
+
+static atomic_uint warned[64]; /* per op: a bit per backend that has warned */
+
+static void warn_once(const kk_op *op, const kk_tensor *t) {
+  const int row = (int)(op - kk_op_at(0));
+  const unsigned bit = 1u << t->device_kind;
+  if (row >= 0 && row < 64 && (atomic_fetch_or(&warned[row], bit) & bit))
+    return;
+  KK_LOG(KK_LOG_WARN, "kernelkit.ops",
+         "no kernel for this op on the device; running it on the CPU",
+         KK_F_STR("op", op->name), KK_F_STR("device", t->device),
+         KK_F_STR("backend", kk_backend_name(t->device_kind)));
+}
+
+static kk_status run_on_cpu(const kk_op_params *p, kk_tensor *const *tensors,
+                            int n, const kk_op_tensor *want) {
+  kk_tensor *host[KK_OP_MAX_TENSORS] = {0};
+  kk_status st = KK_OK;
+  for (int k = 0; st == KK_OK && k < n; k++) {
+    st = kk_tensor_create("cpu", want[k].dtype, want[k].ndim, want[k].shape,
+                          &host[k]);
+    if (st == KK_OK && !want[k].is_output && want[k].numel)
+      st = kk_tensor_copy(host[k], tensors[k]);
+  }
+  if (st == KK_OK)
+    st = p->op->kernels[KK_BACKEND_CPU](p, host, NULL);
+  for (int k = 0; st == KK_OK && k < n; k++)
+    if (want[k].is_output && want[k].numel)
+      st = kk_tensor_copy(tensors[k], host[k]);
+  for (int k = 0; k < n; k++)
+    kk_tensor_destroy(host[k]);
+  return st;
+}
+
+/* ---- dispatch ---- */
+
+typedef struct launch_job {
+  const kk_op_params *p;
+  kk_tensor *const *tensors;
+  kk_stream stream;
+  kk_op_kernel_fn kernel;
+} launch_job;
+
+static kk_status launch(void *arg) {
+  const launch_job *j = arg;
+  return j->kernel(j->p, j->tensors, j->stream);
+}
+
+kk_status kk_op_run(const kk_op_params *p, kk_tensor *const *tensors,
+                    kk_stream stream) {
+  kk_op_tensor want[KK_OP_MAX_TENSORS];
+  int n = 0;
+  kk_status st = check_tensors(p, tensors, &n, want);
+  if (st != KK_OK)
+    return st;
+  const kk_tensor *t0 = tensors[0];
+  const kk_op_kernel_fn kernel = p->op->kernels[t0->device_kind];
+  if (!kernel) {
+    if (t0->device_kind != KK_BACKEND_CPU && p->op->kernels[KK_BACKEND_CPU]) {
+      warn_once(p->op, t0);
+      /* stream order: what the caller queued before must be done first */
+      st = kk_op_synchronize(t0->device, stream);
+      return st == KK_OK ? run_on_cpu(p, tensors, n, want) : st;
+    }
+    char have[64];
+    kk_op_backends_format(p->op, have, sizeof have);
+    return kk__error(KK_ERR_UNSUPPORTED, p->op->name,
+                     "no kernel for %s on %s (kernels: %s)", p->op->name,
+                     t0->device, have);
+  }
+  if (t0->device_kind == KK_BACKEND_CPU)
+    return kernel(p, tensors, NULL);
+  launch_job j = {
+      .p = p, .tensors = tensors, .stream = stream, .kernel = kernel};
+  return kk__cuda_call_on_device(t0->device_index, launch, &j);
+}
+
+kk_status kk_op_synchronize(const char *device, kk_stream stream) {
+  kk_backend_kind kind;
+  int index;
+  kk_status st = kk_device_parse(device, &kind, &index);
+  if (st != KK_OK)
+    return st;
+  if (kind == KK_BACKEND_CPU)
+    return KK_OK;
+  return kk__cuda_stream_sync(index, stream, "kk_op_synchronize");
+}
