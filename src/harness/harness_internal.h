@@ -46,6 +46,9 @@ enum {
     KK__ATT_SCALE,
     KK__ATT_LSE,
     KK__ATT_DTYPE,
+    KK__ATT_DROPOUT,
+    KK__ATT_SEED,
+    KK__ATT_OFFSET,
     KK__ATT_NPARAMS
 };
 kk_status kk__attention_validate(const kk_op_params *p);

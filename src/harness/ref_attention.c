@@ -8,117 +8,152 @@
  * top-left when Sq != Sk): query i stands at key position c = i + Sk - Sq,
  * causal keeps keys j <= c, window_left w keeps j >= c - w, window_right w
  * keeps j <= c + w (-1 = no limit). A row that sees no key (causal with
- * Sq > Sk, or windows) has o = 0 and lse = -inf, as FlashAttention writes it. */
+ * Sq > Sk, or windows) has o = 0 and lse = -inf, as FlashAttention writes it.
+ * Dropout (p > 0) zeroes each softmax weight that src/core/philox.h's mask
+ * drops and scales the kept ones by 1 / (1 - p), after the normalization (the
+ * weights of a row no longer sum to 1); lse is that of the undropped softmax.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/philox.h"
 #include "harness/harness_internal.h"
 
 kk_status kk__attention_validate(const kk_op_params *p) {
-    const int64_t hq = p->i[KK__ATT_HQ], hkv = p->i[KK__ATT_HKV];
-    if (hq % hkv != 0) {
-        char expected[64];
-        snprintf(expected, sizeof expected, "a divisor of Hq = %lld", (long long)hq);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention", "Hkv", expected, "%lld",
-                             (long long)hkv);
-    }
-    return KK_OK;
+  const int64_t hq = p->i[KK__ATT_HQ], hkv = p->i[KK__ATT_HKV];
+  if (hq % hkv != 0) {
+    char expected[64];
+    snprintf(expected, sizeof expected, "a divisor of Hq = %lld",
+             (long long)hq);
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention", "Hkv", expected,
+                         "%lld", (long long)hkv);
+  }
+  return KK_OK;
 }
 
 int kk__attention_describe(const kk_op_params *p, kk_op_tensor *out) {
-    const int64_t B = p->i[KK__ATT_B], Hq = p->i[KK__ATT_HQ], Hkv = p->i[KK__ATT_HKV];
-    const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK], D = p->i[KK__ATT_D];
-    const kk_dtype dt = (kk_dtype)p->i[KK__ATT_DTYPE];
-    int n = 0;
-    n += kk__tensor(&out[n], "q", dt, 0, 4, (int64_t[]){B, Hq, Sq, D});
-    n += kk__tensor(&out[n], "k", dt, 0, 4, (int64_t[]){B, Hkv, Sk, D});
-    n += kk__tensor(&out[n], "v", dt, 0, 4, (int64_t[]){B, Hkv, Sk, D});
-    n += kk__tensor(&out[n], "o", dt, 1, 4, (int64_t[]){B, Hq, Sq, D});
-    if (p->i[KK__ATT_LSE])
-        n += kk__tensor(&out[n], "lse", KK_DTYPE_F32, 1, 3, (int64_t[]){B, Hq, Sq});
-    return n;
+  const int64_t B = p->i[KK__ATT_B], Hq = p->i[KK__ATT_HQ],
+                Hkv = p->i[KK__ATT_HKV];
+  const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK],
+                D = p->i[KK__ATT_D];
+  const kk_dtype dt = (kk_dtype)p->i[KK__ATT_DTYPE];
+  int n = 0;
+  n += kk__tensor(&out[n], "q", dt, 0, 4, (int64_t[]){B, Hq, Sq, D});
+  n += kk__tensor(&out[n], "k", dt, 0, 4, (int64_t[]){B, Hkv, Sk, D});
+  n += kk__tensor(&out[n], "v", dt, 0, 4, (int64_t[]){B, Hkv, Sk, D});
+  n += kk__tensor(&out[n], "o", dt, 1, 4, (int64_t[]){B, Hq, Sq, D});
+  if (p->i[KK__ATT_LSE])
+    n += kk__tensor(&out[n], "lse", KK_DTYPE_F32, 1, 3, (int64_t[]){B, Hq, Sq});
+  return n;
 }
 
-void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo, int64_t *hi) {
-    const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK];
-    const int64_t wl = p->i[KK__ATT_WL], wr = p->i[KK__ATT_WR];
-    const int64_t c = i + Sk - Sq;
-    int64_t l = 0, h = Sk - 1;
-    if (p->i[KK__ATT_CAUSAL] && c < h) h = c;
-    if (wr >= 0 && c + wr < h) h = c + wr;
-    if (wl >= 0 && c - wl > l) l = c - wl;
-    *lo = l;
-    *hi = h;
+void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo,
+                             int64_t *hi) {
+  const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK];
+  const int64_t wl = p->i[KK__ATT_WL], wr = p->i[KK__ATT_WR];
+  const int64_t c = i + Sk - Sq;
+  int64_t l = 0, h = Sk - 1;
+  if (p->i[KK__ATT_CAUSAL] && c < h)
+    h = c;
+  if (wr >= 0 && c + wr < h)
+    h = c + wr;
+  if (wl >= 0 && c - wl > l)
+    l = c - wl;
+  *lo = l;
+  *hi = h;
 }
 
 /* 4 FLOPs per (query, visible key, d): a multiply-add in q.k and one in p.v.
  * Masked pairs are not counted, so causal with Sq = Sk = S counts S(S+1)/2
  * pairs, not ANCHORS' S^2/2 (docs/harness.md). */
 double kk__attention_flops(const kk_op_params *p) {
-    double pairs = 0.0;
-    for (int64_t i = 0; i < p->i[KK__ATT_SQ]; i++) {
-        int64_t lo, hi;
-        kk__attention_key_range(p, i, &lo, &hi);
-        if (hi >= lo) pairs += (double)(hi - lo + 1);
-    }
-    return 4.0 * (double)p->i[KK__ATT_B] * (double)p->i[KK__ATT_HQ] * (double)p->i[KK__ATT_D] *
-           pairs;
-}
-
-/* One query row: o[D] (and *lse) from q[D] and the kv head's k, v [Sk,D]. */
-static void attend_row(const kk_op_params *p, int64_t i, double scale, const double *q,
-                       const double *k, const double *v, double *s, double *o, double *lse) {
-    const int64_t D = p->i[KK__ATT_D];
+  double pairs = 0.0;
+  for (int64_t i = 0; i < p->i[KK__ATT_SQ]; i++) {
     int64_t lo, hi;
     kk__attention_key_range(p, i, &lo, &hi);
-    if (hi < lo) {
-        for (int64_t d = 0; d < D; d++) o[d] = 0.0;
-        *lse = -INFINITY;
-        return;
-    }
-    double mx = -INFINITY, sum = 0.0;
-    for (int64_t j = lo; j <= hi; j++) {
-        double dot = 0.0;
-        for (int64_t d = 0; d < D; d++) dot += q[d] * k[j * D + d];
-        s[j] = scale * dot;
-        mx = s[j] > mx ? s[j] : mx;
-    }
-    for (int64_t j = lo; j <= hi; j++) {
-        s[j] = exp(s[j] - mx); /* <= 1: no overflow, and the largest term is exactly 1 */
-        sum += s[j];
-    }
-    for (int64_t d = 0; d < D; d++) {
-        double acc = 0.0;
-        for (int64_t j = lo; j <= hi; j++) acc += s[j] * v[j * D + d];
-        o[d] = acc / sum;
-    }
-    *lse = mx + log(sum);
+    if (hi >= lo)
+      pairs += (double)(hi - lo + 1);
+  }
+  return 4.0 * (double)p->i[KK__ATT_B] * (double)p->i[KK__ATT_HQ] *
+         (double)p->i[KK__ATT_D] * pairs;
 }
 
-kk_status kk__attention_reference(const kk_op_params *p, const double *const *in,
-                                  double *const *out) {
-    const int64_t B = p->i[KK__ATT_B], Hq = p->i[KK__ATT_HQ], Hkv = p->i[KK__ATT_HKV];
-    const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK], D = p->i[KK__ATT_D];
-    const double scale = p->f[KK__ATT_SCALE] > 0.0 ? p->f[KK__ATT_SCALE] : 1.0 / sqrt((double)D);
-    const int64_t group = Hq / Hkv;
-    double *s = malloc((size_t)Sk * sizeof *s);
-    if (!s)
-        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention", "no memory for %lld scores",
-                         (long long)Sk);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < Hq; h++) {
-            const int64_t kvh = h / group;
-            const double *k = in[1] + (b * Hkv + kvh) * Sk * D;
-            const double *v = in[2] + (b * Hkv + kvh) * Sk * D;
-            for (int64_t i = 0; i < Sq; i++) {
-                const int64_t row = (b * Hq + h) * Sq + i;
-                double lse;
-                attend_row(p, i, scale, in[0] + row * D, k, v, s, out[0] + row * D, &lse);
-                if (p->i[KK__ATT_LSE]) out[1][row] = lse;
-            }
-        }
-    free(s);
-    return KK_OK;
+/* One query row: o[D] (and *lse) from q[D] and the kv head's k, v [Sk,D];
+ * bh = b * Hq + h names the row for the dropout mask. */
+static void attend_row(const kk_op_params *p, int64_t bh, int64_t i,
+                       double scale, const double *q, const double *k,
+                       const double *v, double *s, double *o, double *lse) {
+  const int64_t D = p->i[KK__ATT_D];
+  int64_t lo, hi;
+  kk__attention_key_range(p, i, &lo, &hi);
+  if (hi < lo) {
+    for (int64_t d = 0; d < D; d++)
+      o[d] = 0.0;
+    *lse = -INFINITY;
+    return;
+  }
+  double mx = -INFINITY, sum = 0.0;
+  for (int64_t j = lo; j <= hi; j++) {
+    double dot = 0.0;
+    for (int64_t d = 0; d < D; d++)
+      dot += q[d] * k[j * D + d];
+    s[j] = scale * dot;
+    mx = s[j] > mx ? s[j] : mx;
+  }
+  for (int64_t j = lo; j <= hi; j++) {
+    s[j] = exp(s[j] -
+               mx); /* <= 1: no overflow, and the largest term is exactly 1 */
+    sum += s[j];
+  }
+  const double drop = p->f[KK__ATT_DROPOUT];
+  if (drop > 0.0) {
+    const uint32_t threshold = kk__dropout_threshold(drop);
+    const uint64_t seed = (uint64_t)p->i[KK__ATT_SEED],
+                   offset = (uint64_t)p->i[KK__ATT_OFFSET];
+    for (int64_t j = lo; j <= hi; j++)
+      s[j] = kk__dropout_keep(seed, offset, (uint32_t)bh, (uint32_t)i,
+                              (uint32_t)j, threshold)
+                 ? s[j] / (1.0 - drop)
+                 : 0.0;
+  }
+  for (int64_t d = 0; d < D; d++) {
+    double acc = 0.0;
+    for (int64_t j = lo; j <= hi; j++)
+      acc += s[j] * v[j * D + d];
+    o[d] = acc / sum;
+  }
+  *lse = mx + log(sum);
+}
+
+kk_status kk__attention_reference(const kk_op_params *p,
+                                  const double *const *in, double *const *out) {
+  const int64_t B = p->i[KK__ATT_B], Hq = p->i[KK__ATT_HQ],
+                Hkv = p->i[KK__ATT_HKV];
+  const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK],
+                D = p->i[KK__ATT_D];
+  const double scale =
+      p->f[KK__ATT_SCALE] > 0.0 ? p->f[KK__ATT_SCALE] : 1.0 / sqrt((double)D);
+  const int64_t group = Hq / Hkv;
+  double *s = malloc((size_t)Sk * sizeof *s);
+  if (!s)
+    return kk__error(KK_ERR_OUT_OF_MEMORY, "attention",
+                     "no memory for %lld scores", (long long)Sk);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < Hq; h++) {
+      const int64_t kvh = h / group;
+      const double *k = in[1] + (b * Hkv + kvh) * Sk * D;
+      const double *v = in[2] + (b * Hkv + kvh) * Sk * D;
+      for (int64_t i = 0; i < Sq; i++) {
+        const int64_t row = (b * Hq + h) * Sq + i;
+        double lse;
+        attend_row(p, b * Hq + h, i, scale, in[0] + row * D, k, v, s,
+                   out[0] + row * D, &lse);
+        if (p->i[KK__ATT_LSE])
+          out[1][row] = lse;
+      }
+    }
+  free(s);
+  return KK_OK;
 }
