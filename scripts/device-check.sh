@@ -40,6 +40,18 @@ if [ -x $build/bench/kk_alloc_bench ]; then
   tail -12 "$OUT/alloc-bench.txt"
 fi
 
+echo "== calibrate and bench"
+# Ceilings first (stored where bench looks for them), then the bench suites
+# named in BENCH_SUITES (default: smoke), each into its own results file.
+./$build/kernelkit calibrate --device cuda:0 > "$OUT/calibrate.txt" 2>&1
+echo "calibrate: exit $?"; tail -8 "$OUT/calibrate.txt"
+cp "${XDG_CACHE_HOME:-$HOME/.cache}"/kernelkit/ceilings-*.json "$RESULTS/" 2>/dev/null
+for suite in ${BENCH_SUITES:-smoke}; do
+  ./$build/kernelkit bench --device cuda:0 --suite "$suite" ${BENCH_ARGS:-} -o "$RESULTS/bench-$suite.json" > "$OUT/bench-$suite.txt" 2>&1
+  echo "bench $suite: exit $?"; tail -12 "$OUT/bench-$suite.txt"
+done
+[ -n "${EXTRA:-}" ] && { echo "== extra: $EXTRA"; bash -c "$EXTRA" 2>&1 | tee "$OUT/extra.txt" | tail -60; }
+
 echo "== compute-sanitizer"
 for tool in memcheck racecheck; do
   # test_cuda_measure's 10 s blocking-kernel paths are too slow under the sanitizer.
