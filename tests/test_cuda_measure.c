@@ -159,7 +159,9 @@ static void flush_buffer_is_allocated_and_freed(void **state) {
            (unsigned long long)j.free_then, (unsigned long long)after,
            (unsigned long long)info.l2_bytes);
     assert_true(before - j.free_then >= info.l2_bytes * 9 / 10); /* the buffer was there */
-    assert_true(after + (4u << 20) >= before);                   /* and it is gone */
+    /* and it is gone (measured against `during`: another process on the GPU,
+     * such as a concurrent test creating its context, may take memory too) */
+    assert_true(after >= j.free_then + info.l2_bytes * 9 / 10);
     kk_bench_measurement_free(&m);
 }
 

@@ -198,6 +198,20 @@ static void setup_blocking(cuda_timer *c) {
     c->flag_dev = d;
 }
 
+/* One run before any sample, with nothing holding the stream: the first launch
+ * of a kernel loads its module (CUDA's lazy loading), and a first call may
+ * allocate; either can wait for the device to go idle, which the blocking
+ * kernel would prevent until its timeout. */
+static kk_status prime(cuda_timer *c) {
+    kk_status st = c->fn(c->ctx, c->stream);
+    if (st) {
+        (void)cudaStreamSynchronize(c->stream);
+        return kk__bench_callback_error(st);
+    }
+    cudaError_t e = cudaStreamSynchronize(c->stream);
+    return e ? fail(KK_ERR_KERNEL_LAUNCH, e, "the benchmarked work failed while running") : KK_OK;
+}
+
 static kk_status setup(cuda_timer *c, const kk_bench_options *o) {
     cudaError_t e = cudaSetDevice(c->device);
     if (e) return fail(KK_ERR_DEVICE_FAILURE, e, "cudaSetDevice failed");
@@ -215,7 +229,7 @@ static kk_status setup(cuda_timer *c, const kk_bench_options *o) {
     if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c->device) != cudaSuccess) l2 = 0;
     c->flush_bytes = o->flush_bytes ? (size_t)o->flush_bytes : l2 > 0 ? (size_t)l2 : L2_FALLBACK;
     if (o->blocking_kernel) setup_blocking(c);
-    return KK_OK;
+    return c->flag ? prime(c) : KK_OK;
 }
 
 kk_status kk__bench_cuda_timer(int device, kk_bench_fn fn, void *ctx, const kk_bench_options *o,
