@@ -80,7 +80,11 @@ static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *tensors,
 static atomic_uint warned[64]; /* per op: a bit per backend that has warned */
 
 static void warn_once(const kk_op *op, const kk_tensor *t) {
-  const int row = (int)(op - kk_op_at(0));
+  int row =
+      -1; /* by name: a caller's copy of a row shares its original's flag */
+  for (int i = 0; i < kk_op_count() && row < 0; i++)
+    if (strcmp(kk_op_at(i)->name, op->name) == 0)
+      row = i;
   const unsigned bit = 1u << t->device_kind;
   if (row >= 0 && row < 64 && (atomic_fetch_or(&warned[row], bit) & bit))
     return;
