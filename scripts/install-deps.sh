@@ -14,6 +14,10 @@ need_cmd gcc gcc
 need_cmd pkg-config pkg-config
 need_file /usr/include/cjson/cJSON.h libcjson-dev
 need_file /usr/include/cmocka.h libcmocka-dev
+# OpenMP for clang (gcc ships its own libgomp): `make clang` builds with it.
+if command -v clang >/dev/null 2>&1; then
+  ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || missing+=(libomp-dev)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
