@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "harness/harness_internal.h"
 #include "harness/op_convert.h"
+#include "harness/op_kernels.h"
 
 /* Caps that keep every tensor's element count below 2^63 (the largest, an NVFP4
  * a [L,M,K], is at most 2^12 * 2^24 * 2^24 = 2^60). */
