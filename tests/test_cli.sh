@@ -19,8 +19,18 @@ check extra-arg      2 "unexpected argument 'extra'"     -- "$cli" info extra
 check info           0 "Best device: (cpu|cuda:0)"       -- "$cli" info
 check info-cpu       0 "cpu: "                           -- "$cli" info --device cpu
 check info-json      0 '"best_device"'                   -- "$cli" info --json
-check selftest       0 "Summary: 1 passed, 0 failed"     -- "$cli" selftest
-check main-job       0 "Summary: 1 passed, 0 failed"     -- "$cli"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check selftest       0 "\[2/3\] Smoke correctness suite on cpu" -- "$cli" selftest --device cpu --no-bench
+check selftest-sum   0 "^  convert +[1-9][0-9]* +0 +0 "  -- "$cli" selftest --device cpu --no-bench
+check selftest-bad   2 "unknown option '--bogus'"        -- "$cli" selftest --bogus
+check selftest-dev   2 "bad --device"                    -- "$cli" selftest --device tpu
+check selftest-suite 1 "no suite 'nope'"                 -- "$cli" selftest --device cpu --suite nope
+# The main job as `make run` runs it, from an empty folder: the suites are found
+# next to the sources, the results and reports land in ./kernelkit-out.
+check main-job       0 "Wrote kernelkit-out/results.json" -- bash -c "cd '$tmp' && KK_NUM_THREADS=2 '$cli'"
+check main-job-files 0 "report.html"                     -- ls "$tmp/kernelkit-out"
+check main-job-json  0 '"schema":[[:space:]]+"kernelkit.bench/1"'   -- cat "$tmp/kernelkit-out/results.json"
 check config         0 '"safety_margin"'                 -- "$cli" config
 check config-level   0 '"fp8_enabled":[[:space:]]+true'  -- "$cli" config --level aggressive
 check config-valid   0 "full.json: valid"                -- "$cli" config --validate "$2/tests/data/config/full.json"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # labels: unit cpu
 # kernelkit bench: a quick smoke suite on the CPU whose results compare accepts,
-# skipped ops, bad options and bad suite files.
+# the host-overhead benchmark, cases too large for memory, bad options and bad
+# suite files.
 set -uo pipefail
 cli=$1
 src=$2
@@ -10,21 +11,29 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/cli_check.sh"
 
 suites=$src/bench/suites
-check smoke          0 "^smoke/convert/64Ki-f32-bf16 +median .* GB/s  n=[0-9]+  stop=" \
-      -- "$cli" bench --device cpu --suite "$suites/smoke.json" --quick -o "$tmp/r.json"
+check smoke          0 "^smoke/convert/1Mi-f32-bf16 +median .* GB/s  n=[0-9]+  stop=" \
+      -- "$cli" bench --device cpu --suite "$suites/smoke.json" --quick --time-budget 0.3 \
+         --filter convert -o "$tmp/r.json"
 check results-file   0 "kernelkit.bench/1"  -- cat "$tmp/r.json"
-check compare        0 "4 compared"         -- "$cli" compare "$tmp/r.json" "$tmp/r.json"
+check compare        0 "2 compared"         -- "$cli" compare "$tmp/r.json" "$tmp/r.json"
 check by-name        0 "^1 ran, 0 failed, 0 skipped" \
       -- env KK_BENCH_SUITES="$suites" "$cli" bench --device cpu --suite smoke --quick \
-         --time-budget 0.2 --filter 64Ki-bf16-f32
+         --time-budget 0.2 --filter 1Mi-f32-bf16
 check op-params      0 "^convert/n=1000,src=f32,dst=bf16 +median" \
       -- "$cli" bench --device cpu --op convert --params n=1000 --time-budget 0.2
-check op-no-kernel   2 "no cpu kernel for attention" -- "$cli" bench --device cpu --op attention
-check suite-no-kernel 2 "nothing could run on cpu" \
-      -- "$cli" bench --device cpu --suite "$suites/nvfp4_gemv.json"
-for s in attention gemm nvfp4_gemv; do # every suite file parses; nothing runs on the CPU
-  check "suite-$s"   2 "skip .*: no cpu kernel" -- "$cli" bench --device cpu --suite "$suites/$s.json"
+# 2^34 f64 elements in and out: 256 GiB, more than any machine that runs this.
+check too-big        2 "skip convert/.*: needs [0-9.]+ GiB, cpu has .* free" \
+      -- "$cli" bench --device cpu --op convert --params n=17179869184,src=f64,dst=f64
+for s in smoke attention gemm nvfp4_gemv; do # every suite file parses (nothing selected)
+  check "suite-$s"   2 "no case selected" -- "$cli" bench --device cpu --suite "$suites/$s.json" --filter '#'
 done
+check host-overhead  0 "^host-overhead/convert/dispatch +median .* n=200 x 64 calls  goal < 5 us: (met|MISSED)" \
+      -- "$cli" bench --device cpu --host-overhead --op convert -o "$tmp/h.json"
+check host-file      0 '"op":[[:space:]]+"host_overhead"' -- cat "$tmp/h.json"
+check host-every-op  0 "^host-overhead/convert/dispatch" -- "$cli" bench --device cpu --host-overhead
+check host-suite     2 "--host-overhead takes --op or no case" \
+      -- "$cli" bench --device cpu --host-overhead --suite smoke
+check no-cuda        2 "cuda.*unavailable" -- env CUDA_VISIBLE_DEVICES= "$cli" bench --device cuda:0 --op convert
 check no-selection   2 "no case selected"   -- "$cli" bench --device cpu --suite "$suites/smoke.json" --filter nope
 check unknown-opt    2 "unknown option"     -- "$cli" bench --device cpu --bogus
 check both           2 "either --suite or --op" -- "$cli" bench --device cpu

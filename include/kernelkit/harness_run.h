@@ -233,13 +233,37 @@ struct kk_bench_measurement;
 /* Time the kernel of c's op for `device`'s backend with kk_bench_measure
  * (kernelkit/bench.h): every tensor is allocated on the device once, the
  * inputs are filled from c's seed and copied in, and each timed run calls the
- * kernel on the same tensors. `opt` NULL = the sampler's defaults. On "cuda:N"
- * the op kernels run on the legacy default stream and synchronize, so runs are
- * timed one per sample (batch 1) without the blocking kernel.
- * KK_ERR_UNSUPPORTED when that backend has no kernel for the op. */
+ * kernel slot on the same tensors, as kk_op_run would but without its checks
+ * (host overhead, measured apart by kk_op_host_overhead). `opt` NULL = the
+ * sampler's defaults. On "cuda:N" the kernel is enqueued on the sampler's
+ * stream, so it is timed with events, graph-batched when short and behind the
+ * blocking kernel. KK_ERR_UNSUPPORTED when that backend has no kernel for the op. */
 KK_API kk_status kk_case_bench(const kk_case *c, const char *device,
                                const struct kk_bench_options *opt,
                                struct kk_bench_measurement *out);
+
+/* ---- host overhead of dispatch (kernelkit bench --host-overhead) ---- */
+
+/* What one kk_op_run call costs the calling thread, the device's own work
+ * excluded. `dispatch`: the parameter and tensor checks, the kernel lookup and
+ * the device switch, with a kernel slot that does nothing. `launch` (CUDA
+ * only; has_launch = 1): the same with the real kernel slot, i.e. until the
+ * kernel is enqueued; batches of `calls_per_sample` calls are timed together
+ * and the stream is drained between batches, untimed, so the host never waits
+ * for the device inside a timed batch. Samples are seconds per call. */
+typedef struct kk_host_overhead {
+    struct kk_bench_measurement *dispatch; /* caller-provided */
+    struct kk_bench_measurement *launch;   /* caller-provided; filled when has_launch */
+    int has_launch;
+} kk_host_overhead;
+
+#define KK_HOST_OVERHEAD_GOAL_S 5e-6 /* the goal per call (issue 4) */
+
+/* Measure case c's op on `device` (its tensors allocated there, inputs from c's
+ * seed). samples: how many batches (0 = 200); calls_per_sample (0 = 64).
+ * KK_ERR_UNSUPPORTED when the device's backend has no kernel for the op. */
+KK_API kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t samples,
+                                     size_t calls_per_sample, kk_host_overhead *out);
 
 #ifdef __cplusplus
 }

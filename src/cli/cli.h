@@ -39,6 +39,14 @@ int cli_write_text(const char *command, const char *path, const char *text);
 /* "1.5 GiB", "60.0 MiB", "512 B" into buf; returns buf. */
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 
+/* kernelkit bench's suite runner, for the main job: resolve SUITE as --suite
+ * does, measure its cases on `device` (short measurements when quick), print a
+ * line per benchmark. *out gets the results, or NULL when nothing ran; free
+ * with kk_bench_results_free. Returns an exit code like the command's. */
+struct kk_bench_results;
+int cli_bench_suite(const char *device, const char *suite, int quick, int argc, char **argv,
+                    struct kk_bench_results **out);
+
 /* Parse the options common to every command (-h/--help); the command's own
  * options are handled by the command. */
 int cli_wants_help(int argc, char **argv);

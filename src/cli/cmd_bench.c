@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "kernelkit/bench.h"
@@ -33,16 +34,22 @@ static void bench_help(FILE *out) {
             "  -o, --output FILE  write the results (schema kernelkit.bench/1) to FILE\n"
             "  --quick            short measurements: 1 s budget, 5%% RSE target\n"
             "  --time-budget S    wall seconds per benchmark (default 15; --quick 1)\n"
+            "  --host-overhead    time kk_op_run's host cost per call instead (checks,\n"
+            "                     lookup, device switch; on a GPU also the launch), for\n"
+            "                     every op with a kernel on DEVICE or the one --op; goal\n"
+            "                     under 5 us per call\n"
             "  -h, --help         show this help\n"
             "\n"
-            "Cases of ops with no kernel on DEVICE are skipped with a note.\n"
+            "Cases of ops with no kernel on DEVICE, and cases whose tensors do not fit\n"
+            "in DEVICE's free memory, are skipped with a note. A progress line is shown\n"
+            "on stderr when it is a terminal.\n"
             "Exit status: 0 something ran, 1 a measurement failed, 2 usage error or\n"
             "nothing could run.\n");
 }
 
 typedef struct opts {
     const char *device, *suite, *op, *params, *filter, *output;
-    int quick;
+    int quick, host_overhead;
     double time_budget; /* 0: default */
 } opts;
 
@@ -62,6 +69,7 @@ static int parse_options(opts *o, int argc, char **argv) {
         {"op", required_argument, NULL, 'p'},     {"params", required_argument, NULL, 'P'},
         {"filter", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"quick", no_argument, NULL, 'q'},        {"time-budget", required_argument, NULL, 't'},
+        {"host-overhead", no_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     *o = (opts){0};
@@ -77,6 +85,7 @@ static int parse_options(opts *o, int argc, char **argv) {
         case 'f': o->filter = optarg; break;
         case 'o': o->output = optarg; break;
         case 'q': o->quick = 1; break;
+        case 'H': o->host_overhead = 1; break;
         case 't':
             o->time_budget = strtod(optarg, &end);
             if (end == optarg || *end || !(o->time_budget > 0) || o->time_budget > 1e6)
@@ -88,7 +97,10 @@ static int parse_options(opts *o, int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (!!o->suite == !!o->op) return cli_usage_error(CMD, "give either --suite or --op");
+    if (o->host_overhead && o->suite)
+        return cli_usage_error(CMD, "--host-overhead takes --op or no case at all, not --suite");
+    if (!o->host_overhead && !!o->suite == !!o->op)
+        return cli_usage_error(CMD, "give either --suite or --op");
     if (o->params && !o->op) return cli_usage_error(CMD, "--params needs --op");
     return CLI_OK;
 }
@@ -199,10 +211,17 @@ static int resolve_suite(const char *suite, char *path, size_t size) {
         FILE *f = fopen(path, "rb");
         if (f) return fclose(f), CLI_OK;
     }
-    snprintf(path, size, "bench/suites/%s.json", suite);
-    FILE *f = fopen(path, "rb");
-    if (f) return fclose(f), CLI_OK;
-    return cli_usage_error(CMD, "no suite '%s' (looked in $KK_BENCH_SUITES and ./bench/suites)",
+    /* Then the working directory (a checkout), the installed copies and the
+     * source tree this binary was built from (a build folder). */
+    static const char *const dirs[] = {"bench/suites", KK_INSTALL_SUITES_DIR, KK_SOURCE_SUITES_DIR};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, size, "%s/%s.json", dirs[i], suite);
+        FILE *f = fopen(path, "rb");
+        if (f) return fclose(f), CLI_OK;
+    }
+    return cli_usage_error(CMD,
+                           "no suite '%s' (looked in $KK_BENCH_SUITES, ./bench/suites, "
+                           KK_INSTALL_SUITES_DIR ", " KK_SOURCE_SUITES_DIR ")",
                            suite);
 }
 
@@ -261,8 +280,45 @@ static void print_entry(const kk_bench_entry *e) {
     fflush(stdout);
 }
 
+/* ---- progress and memory ---- */
+
+/* A one-line progress display on stderr, only when it is a terminal: logs
+ * and redirected output stay clean. */
+static void progress_show(int i, int n, const char *name) {
+    if (!isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "\r\033[K[%d/%d] %.70s ...", i, n, name);
+    fflush(stderr);
+}
+
+static void progress_clear(void) {
+    if (isatty(STDERR_FILENO)) fputs("\r\033[K", stderr);
+}
+
+/* A case whose tensors would not fit the device's free memory (with 10% to
+ * spare; on the CPU the host staging of the inputs counts twice) is skipped
+ * with a note instead of failing halfway through an allocation. */
+static int fits_memory(const bench_case *b, const char *device, kk_backend_kind kind) {
+    kk_case_memory need;
+    kk_device_info info;
+    if (kk_case_memory_need(&b->c.params, &need) != KK_OK ||
+        kk_device_get_info(device, &info) != KK_OK)
+        return 1; /* cannot tell: let the allocation decide */
+    const double want = (double)need.device_bytes * (kind == KK_BACKEND_CPU ? 2.0 : 1.0);
+    const double have = 0.9 * (double)(kind == KK_BACKEND_CPU ? info.host_mem_available_bytes
+                                                              : info.mem_free_bytes);
+    if (have <= 0 || want <= have) return 1;
+    char w[32], h[32];
+    progress_clear();
+    fprintf(stderr, "kernelkit " CMD ": skip %s: needs %s, %s has %s free\n", b->name,
+            cli_format_bytes((uint64_t)want, w, sizeof w), device,
+            cli_format_bytes((uint64_t)(have / 0.9), h, sizeof h));
+    return 0;
+}
+
+/* Measure the cases of l; the results go to o->output when given, and to
+ * *keep (when not NULL) instead of being freed. */
 static int run_cases(const opts *o, const char *device, kk_backend_kind kind, case_list *l,
-                     int argc, char **argv) {
+                     int argc, char **argv, kk_bench_results **keep) {
     kk_bench_options bo;
     kk_bench_options_default(&bo);
     if (o->quick) {
@@ -288,7 +344,8 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
     kk_bench_ceilings ceil;
     if (kk_ceilings_load(device, NULL, &ceil) == KK_OK) kk_bench_results_set_ceilings(r, &ceil);
 
-    int selected = 0, ran = 0, failed = 0;
+    int selected = 0, ran = 0, failed = 0, total = 0;
+    for (int i = 0; i < l->n; i++) total += !o->filter || strstr(l->v[i].name, o->filter);
     for (int i = 0; i < l->n; i++) {
         const bench_case *b = &l->v[i];
         if (o->filter && !strstr(b->name, o->filter)) continue;
@@ -297,12 +354,16 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         if (!op->kernels[kind]) {
             char have[64];
             kk_op_backends_format(op, have, sizeof have);
+            progress_clear();
             fprintf(stderr, "kernelkit " CMD ": skip %s: no %s kernel for %s (kernels: %s)\n",
                     b->name, kk_backend_name(kind), op->name, have);
             continue;
         }
+        if (!fits_memory(b, device, kind)) continue;
+        progress_show(selected, total, b->name);
         kk_bench_measurement m;
         if (kk_case_bench(&b->c, device, &bo, &m) != KK_OK) {
+            progress_clear();
             fprintf(stderr, "kernelkit " CMD ": %s: measurement failed: %s\n", b->name,
                     kk_last_error_message());
             failed++;
@@ -327,6 +388,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
             failed++;
             continue;
         }
+        progress_clear();
         print_entry(&r->entries[r->count - 1]);
         ran++;
     }
@@ -352,6 +414,101 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         }
     }
     printf("%d ran, %d failed, %d skipped\n", ran, failed, selected - ran - failed);
+    if (keep && ran > 0) *keep = r;
+    else kk_bench_results_free(r);
+    return rc;
+}
+
+/* ---- host overhead (--host-overhead) ---- */
+
+/* The case of each op: the --op/--params one, else the op's first smoke case
+ * (small tensors: the checks' cost does not depend on their size). */
+static int host_overhead_cases(const opts *o, kk_backend_kind kind, case_list *l) {
+    if (o->op) return CLI_OK; /* bench_run added it */
+    for (int i = 0; i < kk_op_count(); i++) {
+        const kk_op *op = kk_op_at(i);
+        if (!op->kernels[kind]) continue;
+        kk_case c;
+        int count = 0;
+        if (kk_suite_cases(1u << KK_SUITE_SMOKE, op, 1, KK_DIST_FULL, &c, 1, &count) != KK_OK ||
+            count == 0)
+            continue;
+        int rc = add_case(l, c.name, op, NULL, "smoke suite");
+        if (rc != CLI_OK) return rc;
+        l->v[l->n - 1].c = c;
+    }
+    return CLI_OK;
+}
+
+static int add_overhead_entry(kk_bench_results *r, const kk_op *op, const char *part,
+                              const kk_bench_measurement *m) {
+    char name[128];
+    snprintf(name, sizeof name, "host-overhead/%s/%s", op->name, part);
+    kk_bench_param params[2];
+    memset(params, 0, sizeof params);
+    snprintf(params[0].name, sizeof params[0].name, "op");
+    params[0].kind = KK_BENCH_PARAM_STRING;
+    snprintf(params[0].string, sizeof params[0].string, "%s", op->name);
+    snprintf(params[1].name, sizeof params[1].name, "part");
+    params[1].kind = KK_BENCH_PARAM_STRING;
+    snprintf(params[1].string, sizeof params[1].string, "%s", part);
+    const kk_bench_spec spec = {.name = name, .op = "host_overhead", .dtype = "",
+                                .params = params, .nparams = 2};
+    if (kk_bench_results_add(r, &spec, m) != KK_OK) return 0;
+    const kk_bench_entry *e = &r->entries[r->count - 1];
+    char med[32], lo[32], hi[32];
+    printf("%-44s median %s  CI [%s, %s]  n=%zu x %zu calls  %s\n", e->name,
+           fmt_time(e->summary.median, med), fmt_time(e->summary.median_ci_low, lo),
+           fmt_time(e->summary.median_ci_high, hi), e->m.n, e->m.batch,
+           e->summary.median < KK_HOST_OVERHEAD_GOAL_S ? "goal < 5 us: met"
+                                                       : "goal < 5 us: MISSED");
+    return 1;
+}
+
+static int run_host_overhead(const opts *o, const char *device, kk_backend_kind kind,
+                             case_list *l, int argc, char **argv) {
+    int rc = host_overhead_cases(o, kind, l);
+    if (rc != CLI_OK) return rc;
+    kk_bench_environment env;
+    kk_bench_results *r = NULL;
+    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
+        KK_OK)
+        return cli_fail(CMD, "cannot capture the environment");
+    kk_status st = kk_bench_results_create(&env, &r);
+    kk_bench_environment_free(&env);
+    if (st != KK_OK) return cli_fail(CMD, "cannot create the results");
+    int ran = 0, failed = 0;
+    for (int i = 0; i < l->n; i++) {
+        const kk_op *op = l->v[i].c.params.op;
+        if (o->filter && !strstr(l->v[i].name, o->filter)) continue;
+        kk_bench_measurement dispatch, launch;
+        kk_host_overhead h = {.dispatch = &dispatch, .launch = &launch};
+        progress_show(i + 1, l->n, l->v[i].name);
+        if (kk_op_host_overhead(&l->v[i].c, device, 0, 0, &h) != KK_OK) {
+            progress_clear();
+            fprintf(stderr, "kernelkit " CMD ": host overhead of %s: %s\n", op->name,
+                    kk_last_error_message());
+            failed++;
+            continue;
+        }
+        progress_clear();
+        ran += add_overhead_entry(r, op, "dispatch", &dispatch);
+        if (h.has_launch) add_overhead_entry(r, op, "dispatch+launch", &launch);
+        kk_bench_measurement_free(&dispatch);
+        if (h.has_launch) kk_bench_measurement_free(&launch);
+    }
+    rc = failed ? CLI_FAILED : ran ? CLI_OK : CLI_USAGE;
+    if (!ran && !failed) fprintf(stderr, "kernelkit " CMD ": no op has a kernel on %s\n", device);
+    if (ran && o->output) {
+        if (kk_bench_results_write_file(r, o->output) != KK_OK) {
+            fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", o->output,
+                    kk_last_error_message());
+            rc = CLI_FAILED;
+        } else {
+            fprintf(stderr, "kernelkit " CMD ": wrote %zu benchmark(s) to %s\n", r->count,
+                    o->output);
+        }
+    }
     kk_bench_results_free(r);
     return rc;
 }
@@ -385,12 +542,32 @@ static int bench_run(int argc, char **argv) {
             if (*c == ' ') *c = ',';
         snprintf(name, sizeof name, "%s/%s", op->name, text);
         rc = add_case(&l, name, op, o.params, "--params");
-    } else {
+    } else if (o.suite) {
         char path[4096];
         rc = resolve_suite(o.suite, path, sizeof path);
         if (rc == CLI_OK) rc = load_suite(path, &l);
     }
-    if (rc == CLI_OK) rc = run_cases(&o, device, kind, &l, argc, argv);
+    if (rc == CLI_OK && o.host_overhead)
+        rc = run_host_overhead(&o, device, kind, &l, argc, argv);
+    else if (rc == CLI_OK)
+        rc = run_cases(&o, device, kind, &l, argc, argv, NULL);
+    free(l.v);
+    return rc;
+}
+
+int cli_bench_suite(const char *device, const char *suite, int quick, int argc, char **argv,
+                    kk_bench_results **out) {
+    *out = NULL;
+    kk_backend_kind kind;
+    int index;
+    if (kk_device_parse(device, &kind, &index) != KK_OK)
+        return cli_usage_error(CMD, "bad device: %s", kk_last_error_message());
+    const opts o = {.device = device, .suite = suite, .quick = quick};
+    case_list l = {0};
+    char path[4096];
+    int rc = resolve_suite(suite, path, sizeof path);
+    if (rc == CLI_OK) rc = load_suite(path, &l);
+    if (rc == CLI_OK) rc = run_cases(&o, device, kind, &l, argc, argv, out);
     free(l.v);
     return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernelkit/bench.h"
+#include "harness/harness_internal.h"
 #include "kernelkit/harness_run.h"
 
 typedef struct bench_job {
@@ -23,14 +24,14 @@ static kk_status run_once(void *ctx, kk_stream stream) {
 }
 
 /* Allocate the tensors on `device` and copy inputs drawn from the seed in. */
-static kk_status setup(const kk_case *c, const char *device, bench_job *j,
-                       int *n) {
+kk_status kk__case_tensors(const kk_case *c, const char *device,
+                           kk_tensor **tensors, int *n) {
   kk_op_tensor t[KK_OP_MAX_TENSORS];
   void *host[KK_OP_MAX_TENSORS] = {0};
   kk_status st = kk_op_tensors(&c->params, t, n);
   for (int k = 0; st == KK_OK && k < *n; k++) {
     st =
-        kk_tensor_create(device, t[k].dtype, t[k].ndim, t[k].shape, &j->dev[k]);
+        kk_tensor_create(device, t[k].dtype, t[k].ndim, t[k].shape, &tensors[k]);
     if (st == KK_OK && !t[k].is_output) {
       const size_t bytes = kk_dtype_bytes(t[k].dtype, (size_t)t[k].numel);
       host[k] = malloc(bytes ? bytes : 1);
@@ -48,7 +49,7 @@ static kk_status setup(const kk_case *c, const char *device, bench_job *j,
     st = kk_tensor_wrap("cpu", t[k].dtype, t[k].ndim, t[k].shape, NULL, host[k],
                         &h);
     if (st == KK_OK)
-      st = kk_tensor_copy(j->dev[k], h);
+      st = kk_tensor_copy(tensors[k], h);
     kk_tensor_destroy(h);
   }
   for (int k = 0; k < *n; k++)
@@ -86,7 +87,7 @@ kk_status kk_case_bench(const kk_case *c, const char *device,
     kk_bench_options_default(&o);
   bench_job j = {.p = &c->params, .kernel = kernel};
   int n = 0;
-  st = setup(c, device, &j, &n);
+  st = kk__case_tensors(c, device, j.dev, &n);
   if (st == KK_OK)
     st = kk_bench_measure(device, run_once, &j, &o, out);
   for (int k = 0; k < n; k++)

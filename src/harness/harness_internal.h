@@ -79,4 +79,16 @@ int kk__tensor(kk_op_tensor *t, const char *name, kk_dtype dtype, int is_output,
 /* Bytes of every tensor of kk_op_tensors: inputs read once, outputs written once. */
 double kk__op_bytes_io(const kk_op_params *p);
 
+/* kk_op_run with the kernel slot replaced by `override` (NULL: the row's own):
+ * every check and the device switch of kk_op_run, then `override`. The
+ * host-overhead benchmark passes a kernel that does nothing. */
+kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream,
+                          kk_op_kernel_fn override);
+
+struct kk_case;
+/* The tensors of case c on `device`, inputs filled from its seed (bench_run.c).
+ * *n is set to the count even on failure; destroy tensors[0..*n) either way. */
+kk_status kk__case_tensors(const struct kk_case *c, const char *device, kk_tensor **tensors,
+                           int *n);
+
 #endif

@@ -130,13 +130,19 @@ static kk_status launch(void *arg) {
 
 kk_status kk_op_run(const kk_op_params *p, kk_tensor *const *tensors,
                     kk_stream stream) {
+  return kk__op_run_with(p, tensors, stream, NULL);
+}
+
+kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors,
+                          kk_stream stream, kk_op_kernel_fn override) {
   kk_op_tensor want[KK_OP_MAX_TENSORS];
   int n = 0;
   kk_status st = check_tensors(p, tensors, &n, want);
   if (st != KK_OK)
     return st;
   const kk_tensor *t0 = tensors[0];
-  const kk_op_kernel_fn kernel = p->op->kernels[t0->device_kind];
+  const kk_op_kernel_fn kernel =
+      override ? override : p->op->kernels[t0->device_kind];
   if (!kernel) {
     if (t0->device_kind != KK_BACKEND_CPU && p->op->kernels[KK_BACKEND_CPU]) {
       warn_once(p->op, t0);
