@@ -15,6 +15,7 @@
 #include "kernelkit/quant.h"
 #include "kernelkit/harness.h"
 #include "kernelkit/harness_run.h"
+#include "kernelkit/ops.h"
 #include "kernelkit/calibrate.h"
 #include "kernelkit/stats.h"
 #include "kernelkit/bench.h"
