@@ -28,7 +28,7 @@ echo "== kernelkit info"
 ./$build/kernelkit info | tee "$OUT/info.txt"
 ./$build/kernelkit info --json > "$OUT/info.json"
 echo "== kernelkit (main job)"
-KK_LOG=info ./$build/kernelkit 2>&1 | tee "$OUT/selftest.txt"
+(cd "$OUT" && KK_LOG=info "$OLDPWD/$build/kernelkit" 2>&1 | tee "$OUT/selftest.txt")
 
 echo "== ctest"
 ctest --test-dir $build --output-on-failure -j4 > "$OUT/ctest.txt" 2>&1
@@ -50,12 +50,15 @@ for suite in ${BENCH_SUITES:-smoke}; do
   ./$build/kernelkit bench --device cuda:0 --suite "$suite" ${BENCH_ARGS:-} -o "$RESULTS/bench-$suite.json" > "$OUT/bench-$suite.txt" 2>&1
   echo "bench $suite: exit $?"; tail -12 "$OUT/bench-$suite.txt"
 done
+./$build/kernelkit bench --device cuda:0 --host-overhead -o "$RESULTS/host-overhead.json" > "$OUT/host-overhead.txt" 2>&1
+echo "host overhead: exit $?"; cat "$OUT/host-overhead.txt"
 [ -n "${EXTRA:-}" ] && { echo "== extra: $EXTRA"; bash -c "$EXTRA" 2>&1 | tee "$OUT/extra.txt" | tail -60; }
 
-echo "== compute-sanitizer"
+echo "== compute-sanitizer (SANITIZE=0 skips; SANITIZE_ONLY=regex limits the binaries)"
+[ "${SANITIZE:-1}" = 0 ] && exit 0
 for tool in memcheck racecheck; do
   # test_cuda_measure's 10 s blocking-kernel paths are too slow under the sanitizer.
-  for t in $build/kernelkit $(ls $build/tests/test_cuda_* | grep -v test_cuda_measure); do
+  for t in $build/kernelkit $(ls $build/tests/test_cuda_* | grep -v test_cuda_measure | grep -E "${SANITIZE_ONLY:-.}"); do
     KK_TEST_QUICK=1 timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 $t > "$OUT/sanitizer-$tool-$(basename $t).txt" 2>&1
     echo "$tool $(basename $t): exit $? $(tail -1 "$OUT/sanitizer-$tool-$(basename $t).txt")"
   done
