@@ -248,13 +248,18 @@ KK_API kk_status kk_case_bench(const kk_case *c, const char *device,
  * excluded. `dispatch`: the parameter and tensor checks, the kernel lookup and
  * the device switch, with a kernel slot that does nothing. `launch` (CUDA
  * only; has_launch = 1): the same with the real kernel slot, i.e. until the
- * kernel is enqueued; batches of `calls_per_sample` calls are timed together
- * and the stream is drained between batches, untimed, so the host never waits
- * for the device inside a timed batch. Samples are seconds per call. */
+ * kernel is enqueued on a non-blocking stream; batches of `calls_per_sample`
+ * calls are timed together and the stream is drained between batches, untimed,
+ * so the host never waits for the device inside a timed batch. On a GPU the
+ * device is made current for the measurement. Samples are seconds per call. */
 typedef struct kk_host_overhead {
     struct kk_bench_measurement *dispatch; /* caller-provided */
     struct kk_bench_measurement *launch;   /* caller-provided; filled when has_launch */
-    int has_launch;
+    /* Optional (may be NULL): the CUDA runtime's own cost of launching a tiny
+     * kernel on the same stream, no kk_op_run at all: the floor under
+     * `launch`, so what KernelKit adds is launch - bare. */
+    struct kk_bench_measurement *bare;
+    int has_launch, has_bare;
 } kk_host_overhead;
 
 #define KK_HOST_OVERHEAD_GOAL_S 5e-6 /* the goal per call (issue 4) */

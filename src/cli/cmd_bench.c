@@ -440,15 +440,15 @@ static int host_overhead_cases(const opts *o, kk_backend_kind kind, case_list *l
     return CLI_OK;
 }
 
-static int add_overhead_entry(kk_bench_results *r, const kk_op *op, const char *part,
+static int add_overhead_entry(kk_bench_results *r, const char *what, const char *part,
                               const kk_bench_measurement *m) {
     char name[128];
-    snprintf(name, sizeof name, "host-overhead/%s/%s", op->name, part);
+    snprintf(name, sizeof name, "host-overhead/%s/%s", what, part);
     kk_bench_param params[2];
     memset(params, 0, sizeof params);
     snprintf(params[0].name, sizeof params[0].name, "op");
     params[0].kind = KK_BENCH_PARAM_STRING;
-    snprintf(params[0].string, sizeof params[0].string, "%s", op->name);
+    snprintf(params[0].string, sizeof params[0].string, "%s", what);
     snprintf(params[1].name, sizeof params[1].name, "part");
     params[1].kind = KK_BENCH_PARAM_STRING;
     snprintf(params[1].string, sizeof params[1].string, "%s", part);
@@ -477,12 +477,14 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
     kk_status st = kk_bench_results_create(&env, &r);
     kk_bench_environment_free(&env);
     if (st != KK_OK) return cli_fail(CMD, "cannot create the results");
-    int ran = 0, failed = 0;
+    int ran = 0, failed = 0, bare_done = 0;
     for (int i = 0; i < l->n; i++) {
         const kk_op *op = l->v[i].c.params.op;
         if (o->filter && !strstr(l->v[i].name, o->filter)) continue;
-        kk_bench_measurement dispatch, launch;
-        kk_host_overhead h = {.dispatch = &dispatch, .launch = &launch};
+        kk_bench_measurement dispatch, launch, bare;
+        /* the runtime's own launch cost once, as the floor of every op's */
+        kk_host_overhead h = {.dispatch = &dispatch, .launch = &launch,
+                              .bare = bare_done ? NULL : &bare};
         progress_show(i + 1, l->n, l->v[i].name);
         if (kk_op_host_overhead(&l->v[i].c, device, 0, 0, &h) != KK_OK) {
             progress_clear();
@@ -492,8 +494,13 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
             continue;
         }
         progress_clear();
-        ran += add_overhead_entry(r, op, "dispatch", &dispatch);
-        if (h.has_launch) add_overhead_entry(r, op, "dispatch+launch", &launch);
+        if (h.has_bare) {
+            add_overhead_entry(r, "cuda-runtime", "bare-launch", &bare);
+            kk_bench_measurement_free(&bare);
+            bare_done = 1;
+        }
+        ran += add_overhead_entry(r, op->name, "dispatch", &dispatch);
+        if (h.has_launch) add_overhead_entry(r, op->name, "dispatch+launch", &launch);
         kk_bench_measurement_free(&dispatch);
         if (h.has_launch) kk_bench_measurement_free(&launch);
     }

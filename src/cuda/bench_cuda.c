@@ -262,6 +262,26 @@ void kk__bench_cuda_versions(int *runtime, int *driver) {
     (void)cudaGetLastError();
 }
 
+kk_status kk__bench_stream_create(int device, int *prev, kk_stream *out) {
+    cudaStream_t s = NULL;
+    *out = NULL;
+    cudaError_t e = cudaGetDevice(prev);
+    if (!e) e = cudaSetDevice(device);
+    if (e) return fail(KK_ERR_DEVICE_FAILURE, e, "cudaSetDevice failed");
+    e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e) {
+        (void)cudaSetDevice(*prev);
+        return fail(KK_ERR_DEVICE_FAILURE, e, "cudaStreamCreateWithFlags failed");
+    }
+    *out = s;
+    return KK_OK;
+}
+
+void kk__bench_stream_destroy(kk_stream stream, int prev) {
+    if (stream) (void)cudaStreamDestroy((cudaStream_t)stream);
+    (void)cudaSetDevice(prev);
+}
+
 /* ---- test helpers ---- */
 
 kk_status kk__bench_test_spin(kk_stream stream, double seconds) {

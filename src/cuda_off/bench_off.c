@@ -38,3 +38,15 @@ kk_status kk__bench_test_bad_launch(kk_stream stream) {
     (void)stream;
     return UNAVAILABLE(__func__);
 }
+
+kk_status kk__bench_stream_create(int device, int *prev, kk_stream *out) {
+    (void)device;
+    *prev = 0;
+    *out = NULL;
+    return UNAVAILABLE(__func__);
+}
+
+void kk__bench_stream_destroy(kk_stream stream, int prev) {
+    (void)stream;
+    (void)prev;
+}

@@ -31,11 +31,14 @@ typedef struct overhead_job {
     const char *device;
     kk_tensor **tensors;
     kk_op_kernel_fn kernel; /* do_nothing, or NULL for the row's own */
-    int drain;              /* synchronize the device after each batch */
+    kk_stream stream;       /* where launches go (CUDA) */
+    int drain;              /* synchronize the stream after each batch */
+    int bare;               /* no kk_op_run at all: the CUDA runtime's own launch */
 } overhead_job;
 
 static kk_status call_once(const overhead_job *j) {
-    return kk__op_run_with(&j->c->params, j->tensors, NULL, j->kernel);
+    if (j->bare) return kk__bench_test_tiny(j->stream);
+    return kk__op_run_with(&j->c->params, j->tensors, j->stream, j->kernel);
 }
 
 static kk_status measure(const overhead_job *j, size_t samples, size_t calls,
@@ -48,12 +51,12 @@ static kk_status measure(const overhead_job *j, size_t samples, size_t calls,
     const double t_start = kk__bench_now();
     kk_status st = KK_OK;
     for (size_t i = 0; st == KK_OK && i < WARMUP_CALLS; i++) st = call_once(j);
-    if (st == KK_OK && j->drain) st = kk_op_synchronize(j->device, NULL);
+    if (st == KK_OK && j->drain) st = kk_op_synchronize(j->device, j->stream);
     for (size_t s = 0; st == KK_OK && s < samples; s++) {
         const double t0 = kk__bench_now();
         for (size_t i = 0; st == KK_OK && i < calls; i++) st = call_once(j);
         const double t1 = kk__bench_now();
-        if (st == KK_OK && j->drain) st = kk_op_synchronize(j->device, NULL);
+        if (st == KK_OK && j->drain) st = kk_op_synchronize(j->device, j->stream);
         m->samples[s] = (t1 - t0) / (double)calls;
         m->sampled_time_s += t1 - t0;
         m->n = s + 1;
@@ -99,19 +102,30 @@ kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t sampl
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, FUNC, "samples, calls_per_sample",
                              "at most 1000000 and 1024 (a batch must fit the launch queue)",
                              "%zu, %zu", samples, calls_per_sample);
-    out->has_launch = 0;
+    out->has_launch = out->has_bare = 0;
     kk_tensor *t[KK_OP_MAX_TENSORS] = {0};
-    int n = 0;
-    st = kk__case_tensors(c, device, t, &n);
+    int n = 0, prev = 0;
     overhead_job j = {.c = c, .device = device, .tensors = t, .kernel = do_nothing};
+    /* On a GPU the whole measurement runs with the tensors' device current
+     * (kk_op_run's fast path) and launches on a non-blocking stream. */
+    if (kind != KK_BACKEND_CPU) st = kk__bench_stream_create(index, &prev, &j.stream);
+    if (st == KK_OK) st = kk__case_tensors(c, device, t, &n);
     if (st == KK_OK) st = measure(&j, samples, calls_per_sample, out->dispatch);
     if (st == KK_OK && kind != KK_BACKEND_CPU) {
         j.kernel = NULL;
         j.drain = 1;
         st = measure(&j, samples, calls_per_sample, out->launch);
         if (st == KK_OK) out->has_launch = 1;
-        else kk_bench_measurement_free(out->dispatch);
+        j.bare = 1;
+        if (st == KK_OK && out->bare) st = measure(&j, samples, calls_per_sample, out->bare);
+        if (st == KK_OK && out->bare) out->has_bare = 1;
+        if (st != KK_OK) {
+            kk_bench_measurement_free(out->dispatch);
+            if (out->has_launch) kk_bench_measurement_free(out->launch);
+            out->has_launch = 0;
+        }
     }
+    if (kind != KK_BACKEND_CPU) kk__bench_stream_destroy(j.stream, prev);
     for (int k = 0; k < n; k++) kk_tensor_destroy(t[k]);
     return st;
 }

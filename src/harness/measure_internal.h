@@ -90,6 +90,13 @@ void kk__bench_unpin(const void *saved);
 /* CUDA runtime and driver versions (13000 = 13.0); 0 when there is none. */
 void kk__bench_cuda_versions(int *runtime, int *driver);
 
+/* Make `device` current (the previous one in *prev) and create a non-blocking
+ * stream on it; the release destroys the stream and makes *prev current again.
+ * The host-overhead benchmark launches on such a stream, as a
+ * performance-minded caller does. */
+kk_status kk__bench_stream_create(int device, int *prev, kk_stream *out);
+void kk__bench_stream_destroy(kk_stream stream, int prev);
+
 /* ---- for tests/test_cuda_measure.c (no CUDA headers there) ---- */
 
 /* Enqueue a kernel that spins for `seconds` by the GPU's nanosecond timer. */
