@@ -14,6 +14,13 @@ need_cmd gcc gcc
 need_cmd pkg-config pkg-config
 need_file /usr/include/cjson/cJSON.h libcjson-dev
 need_file /usr/include/cmocka.h libcmocka-dev
+# OpenBLAS (the CPU GEMM); its OpenMP build shares libgomp's threads with the
+# CPU kernels instead of spinning its own pthreads beside them.
+have_openblas=0
+for f in /usr/include/openblas_config.h /usr/include/*/openblas_config.h /usr/include/*/openblas*/openblas_config.h; do
+  [ -e "$f" ] && have_openblas=1
+done
+[ $have_openblas -eq 1 ] || missing+=(libopenblas-openmp-dev libopenblas-dev)
 # OpenMP for clang (gcc ships its own libgomp): `make clang` builds with it.
 if command -v clang >/dev/null 2>&1; then
   ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || missing+=(libomp-dev)

@@ -145,7 +145,10 @@ typedef kk_status (*kk_op_reference_fn)(const kk_op_params *p, const double *con
  *   legacy default stream) and returns without synchronizing. It reports a
  *   failed launch as KK_ERR_KERNEL_LAUNCH; the outputs are ready once the
  *   stream is synchronized. It never allocates in a way that synchronizes, so
- *   it can be captured into a CUDA graph. */
+ *   it can be captured into a CUDA graph.
+ * A slot whose kernels do not cover the parameters (an f32 attention on CUDA)
+ * returns KK_ERR_UNSUPPORTED before enqueuing anything; kk_op_run then runs
+ * the CPU kernel instead (see kk_op_run). */
 typedef kk_status (*kk_op_kernel_fn)(const kk_op_params *p, kk_tensor *const *tensors,
                                      kk_stream stream);
 
@@ -214,8 +217,9 @@ KK_API kk_status kk_op_tensors(const kk_op_params *p, kk_op_tensor *out, int *co
  * for the op and the CPU has one, the op runs on the CPU instead: the inputs
  * are copied to the host, the CPU kernel runs, the outputs are copied back,
  * synchronously, and a warning naming the op is logged once per op and
- * backend (logger "kernelkit.ops"). KK_ERR_UNSUPPORTED when no backend can run
- * it. */
+ * backend (logger "kernelkit.ops"); the same when the backend's kernel answers
+ * KK_ERR_UNSUPPORTED for these parameters. KK_ERR_UNSUPPORTED when no backend
+ * can run it. */
 KK_API kk_status kk_op_run(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream);
 
 /* Wait for the work kk_op_run enqueued on `stream` of `device` ("cuda:N";

@@ -47,6 +47,14 @@ struct kk_bench_results;
 int cli_bench_suite(const char *device, const char *suite, int quick, int argc, char **argv,
                     struct kk_bench_results **out);
 
+/* The op's parameters (registry order) as results parameters, at most cap. */
+struct kk_bench_param;
+void cli_bench_params(const kk_op_params *p, struct kk_bench_param *out, int cap, int *n);
+
+/* kernelkit bench --import (bench_import.c). */
+int cli_bench_import(const char *device, const char *path, const char *output, int argc,
+                     char **argv);
+
 /* Parse the options common to every command (-h/--help); the command's own
  * options are handled by the command. */
 int cli_wants_help(int argc, char **argv);

@@ -34,10 +34,16 @@ static void bench_help(FILE *out) {
             "  -o, --output FILE  write the results (schema kernelkit.bench/1) to FILE\n"
             "  --quick            short measurements: 1 s budget, 5%% RSE target\n"
             "  --time-budget S    wall seconds per benchmark (default 15; --quick 1)\n"
+            "  --cold             every sample is one run after an L2 flush (GPU MODE's\n"
+            "                     rule); default: runs under 20 us are batched, hot\n"
             "  --host-overhead    time kk_op_run's host cost per call instead (checks,\n"
             "                     lookup, device switch; on a GPU also the launch), for\n"
             "                     every op with a kernel on DEVICE or the one --op; goal\n"
             "                     under 5 us per call\n"
+            "  --import FILE      make a results file (-o) from samples another program\n"
+            "                     timed on DEVICE (the PyTorch anchors of bench/*.py):\n"
+            "                     {\"benchmarks\": [{\"name\", \"op\", \"params\",\n"
+            "                     \"implementation\", \"samples\": [seconds], \"cold\"}]}\n"
             "  -h, --help         show this help\n"
             "\n"
             "Cases of ops with no kernel on DEVICE, and cases whose tensors do not fit\n"
@@ -49,7 +55,8 @@ static void bench_help(FILE *out) {
 
 typedef struct opts {
     const char *device, *suite, *op, *params, *filter, *output;
-    int quick, host_overhead;
+    const char *import;
+    int quick, host_overhead, cold;
     double time_budget; /* 0: default */
 } opts;
 
@@ -70,6 +77,8 @@ static int parse_options(opts *o, int argc, char **argv) {
         {"filter", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
         {"quick", no_argument, NULL, 'q'},        {"time-budget", required_argument, NULL, 't'},
         {"host-overhead", no_argument, NULL, 'H'},
+        {"import", required_argument, NULL, 'I'},
+        {"cold", no_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     *o = (opts){0};
@@ -86,6 +95,8 @@ static int parse_options(opts *o, int argc, char **argv) {
         case 'o': o->output = optarg; break;
         case 'q': o->quick = 1; break;
         case 'H': o->host_overhead = 1; break;
+        case 'I': o->import = optarg; break;
+        case 'C': o->cold = 1; break;
         case 't':
             o->time_budget = strtod(optarg, &end);
             if (end == optarg || *end || !(o->time_budget > 0) || o->time_budget > 1e6)
@@ -97,6 +108,9 @@ static int parse_options(opts *o, int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (o->import && (o->suite || o->op || o->host_overhead))
+        return cli_usage_error(CMD, "--import takes no --suite, --op or --host-overhead");
+    if (o->import) return CLI_OK;
     if (o->host_overhead && o->suite)
         return cli_usage_error(CMD, "--host-overhead takes --op or no case at all, not --suite");
     if (!o->host_overhead && !!o->suite == !!o->op)
@@ -227,10 +241,10 @@ static int resolve_suite(const char *suite, char *path, size_t size) {
 
 /* ---- measuring ---- */
 
-static void spec_params(const kk_op_params *p, kk_bench_param *out, int *n) {
+void cli_bench_params(const kk_op_params *p, kk_bench_param *out, int cap, int *n) {
     const kk_op *op = p->op;
     *n = 0;
-    for (int k = 0; k < op->nparams && *n < KK_BENCH_MAX_PARAMS; k++) {
+    for (int k = 0; k < op->nparams && *n < cap; k++) {
         const kk_op_param *d = &op->params[k];
         kk_bench_param *b = &out[(*n)++];
         memset(b, 0, sizeof *b);
@@ -328,6 +342,10 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         bo.warmup_time_s = 0.01;
         bo.time_budget_s = 1.0;
     }
+    if (o->cold) { /* every sample one run behind an L2 flush, never a hot batch */
+        bo.cold = 1;
+        bo.batch = 1;
+    }
     if (o->time_budget > 0) {
         bo.time_budget_s = o->time_budget;
         if (bo.min_time_s > o->time_budget / 2) bo.min_time_s = o->time_budget / 2;
@@ -371,7 +389,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         }
         kk_bench_param params[KK_BENCH_MAX_PARAMS];
         int np = 0;
-        spec_params(&b->c.params, params, &np);
+        cli_bench_params(&b->c.params, params, KK_BENCH_MAX_PARAMS, &np);
         const kk_bench_spec spec = {
             .name = b->name,
             .op = op->name,
@@ -535,6 +553,7 @@ static int bench_run(int argc, char **argv) {
                 kk_last_error_message());
         return CLI_USAGE;
     }
+    if (o.import) return cli_bench_import(device, o.import, o.output, argc, argv);
     case_list l = {0};
     if (o.op) {
         const kk_op *op = NULL;

@@ -105,8 +105,43 @@ static void fix_attention(kk__rng *r, kk_op_params *p, int big) {
     if (s >= 0 && kk__rng_below(r, 8) == 0) p->f[s] = 0.05 + 0.45 * kk__rng_uniform(r);
 }
 
+static void set_float(kk_op_params *p, const char *name, double v) {
+    const int i = kk_op_param_index(p->op, name);
+    if (i >= 0) p->f[i] = v;
+}
+
+/* rope: rotary_dim even and <= D (0 = all of D, then D even), positions from
+ * 0 or far out, the usual thetas. */
+static void fix_rope(kk__rng *r, kk_op_params *p) {
+    static const double thetas[4] = {10000.0, 500000.0, 1e6, 100.0};
+    const int64_t d = kk_op_params_int(p, "D");
+    if (kk__rng_below(r, 2)) {
+        set_int(p, "rotary_dim", 0);
+        set_int(p, "D", d + (d & 1));
+    } else {
+        const uint32_t pairs = (uint32_t)(d / 2 > 0 ? d / 2 : 1);
+        set_int(p, "rotary_dim", 2 * (1 + (int64_t)kk__rng_below(r, pairs)));
+    }
+    const uint32_t far = kk__rng_below(r, 3);
+    set_int(p, "offset",
+            far == 0 ? 0 : far == 1 ? fuzz_size(r, 5000) : (int64_t)kk__rng_below(r, 1u << 20));
+    set_float(p, "theta", thetas[kk__rng_below(r, 4)]);
+}
+
+/* Norms, softmax, rope (issue 5): eps sometimes large enough that a kernel
+ * ignoring it fails; softmax scales other than 1. */
+static void fix_row_ops(kk__rng *r, kk_op_params *p) {
+    const char *name = p->op->name;
+    const int norm = strcmp(name, "rmsnorm") == 0 || strcmp(name, "layernorm") == 0;
+    if (norm && kk__rng_below(r, 2)) set_float(p, "eps", ldexp(1.0, -(int)kk__rng_below(r, 20)));
+    if (strcmp(name, "softmax") == 0 && kk__rng_below(r, 2))
+        set_float(p, "scale", 0.05 + 4.0 * kk__rng_uniform(r));
+    if (strcmp(name, "rope") == 0) fix_rope(r, p);
+}
+
 static void fix_op(kk__rng *r, kk_op_params *p, int big) {
     const char *name = p->op->name;
+    fix_row_ops(r, p);
     if (strcmp(name, "attention") == 0) fix_attention(r, p, big);
     if (strcmp(name, "convert") == 0) set_int(p, "n", fuzz_size(r, 5000));
     if (strcmp(name, "nvfp4_gemv") == 0) set_int(p, "L", kk__rng_below(r, 2) ? 1 : fuzz_size(r, 4));
@@ -155,7 +190,8 @@ static int shrink_once(kk_op_params *p) {
 
 static const char *grow_param(const kk_op *op) {
     static const char *const table[][2] = {
-        {"convert", "n"}, {"gemm", "M"}, {"linear", "M"}, {"attention", "Sk"}, {"nvfp4_gemv", "M"}};
+        {"convert", "n"}, {"gemm", "M"}, {"linear", "M"}, {"attention", "Sk"}, {"nvfp4_gemv", "M"},
+        {"nvfp4_gemm", "N"}, {"fp8_gemm", "M"}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(op->name, table[i][0]) == 0) return table[i][1];
     for (int i = 0; i < op->nparams; i++)

@@ -95,7 +95,9 @@ static fill_spec spec_for(const kk_op_params *p, const kk_op_tensor *t, kk_input
     const int gm = dist == KK_DIST_GPUMODE;
     fill_spec s = {.gen = gen_normal};
     if (strcmp(p->op->name, "convert") == 0) return (fill_spec){.gen = gen_spread, .sprinkle = 1};
-    if (strcmp(p->op->name, "nvfp4_gemv") != 0) return s;
+    /* nvfp4_gemm's w, sw and gw are drawn as nvfp4_gemv's; its x (bf16) is normal */
+    const int gemm = strcmp(p->op->name, "nvfp4_gemm") == 0;
+    if ((strcmp(p->op->name, "nvfp4_gemv") != 0 && !gemm) || t->dtype == KK_DTYPE_BF16) return s;
     if (t->dtype == KK_DTYPE_E2M1)
         return (fill_spec){.codes = gm ? gpumode_codes : all_codes, .ncodes = gm ? 7 : 16};
     if (t->dtype == KK_DTYPE_FP8_E4M3)

@@ -81,9 +81,12 @@ double kk__op_bytes_io(const kk_op_params *p);
 
 /* kk_op_run with the kernel slot replaced by `override` (NULL: the row's own):
  * every check and the device switch of kk_op_run, then `override`. The
- * host-overhead benchmark passes a kernel that does nothing. */
+ * host-overhead benchmark passes a kernel that does nothing. KK__RUN_STRICT:
+ * never fall back to the CPU (the checker, so that a case reported on a device
+ * ran on it: an unsupported configuration is then KK_ERR_UNSUPPORTED). */
+enum { KK__RUN_STRICT = 1u };
 kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream,
-                          kk_op_kernel_fn override);
+                          kk_op_kernel_fn override, unsigned flags);
 
 struct kk_case;
 /* The tensors of case c on `device`, inputs filled from its seed (bench_run.c).

@@ -38,7 +38,7 @@ typedef struct overhead_job {
 
 static kk_status call_once(const overhead_job *j) {
     if (j->bare) return kk__bench_test_tiny(j->stream);
-    return kk__op_run_with(&j->c->params, j->tensors, j->stream, j->kernel);
+    return kk__op_run_with(&j->c->params, j->tensors, j->stream, j->kernel, KK__RUN_STRICT);
 }
 
 static kk_status measure(const overhead_job *j, size_t samples, size_t calls,

@@ -22,8 +22,12 @@ extern "C" {
 kk_status kk__gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
 kk_status kk__linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
 
-/* attention: src/cpu/attention_cpu.c */
+/* fp8_gemm: src/cpu/fp8_gemm_cpu.c (its row: src/harness/op_fp8_gemm.h) */
+kk_status kk__fp8_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
+
+/* attention: src/cpu/attention_cpu.c, src/cuda/kernels/attention.cu */
 kk_status kk__attention_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
+kk_status kk__attention_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
 
 /* nvfp4_gemv: src/cpu/nvfp4_gemv_cpu.c, src/cuda/kernels/nvfp4_gemv.cu */
 kk_status kk__nvfp4_gemv_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);

@@ -79,7 +79,7 @@ static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *tensors,
 
 static atomic_uint warned[64]; /* per op: a bit per backend that has warned */
 
-static void warn_once(const kk_op *op, const kk_tensor *t) {
+static void warn_once(const kk_op *op, const kk_tensor *t, const char *why) {
   int row =
       -1; /* by name: a caller's copy of a row shares its original's flag */
   for (int i = 0; i < kk_op_count() && row < 0; i++)
@@ -89,9 +89,10 @@ static void warn_once(const kk_op *op, const kk_tensor *t) {
   if (row >= 0 && row < 64 && (atomic_fetch_or(&warned[row], bit) & bit))
     return;
   KK_LOG(KK_LOG_WARN, "kernelkit.ops",
-         "no kernel for this op on the device; running it on the CPU",
+         "the device's kernel does not run this; running it on the CPU",
          KK_F_STR("op", op->name), KK_F_STR("device", t->device),
-         KK_F_STR("backend", kk_backend_name(t->device_kind)));
+         KK_F_STR("backend", kk_backend_name(t->device_kind)),
+         KK_F_STR("reason", why));
 }
 
 static kk_status run_on_cpu(const kk_op_params *p, kk_tensor *const *tensors,
@@ -130,11 +131,23 @@ static kk_status launch(void *arg) {
 
 kk_status kk_op_run(const kk_op_params *p, kk_tensor *const *tensors,
                     kk_stream stream) {
-  return kk__op_run_with(p, tensors, stream, NULL);
+  return kk__op_run_with(p, tensors, stream, NULL, 0);
+}
+
+/* The CPU instead of the tensors' backend: stream order first (what the
+ * caller queued before must be done), one warning per op and backend. */
+static kk_status fall_back(const kk_op_params *p, kk_tensor *const *tensors,
+                           kk_stream stream, int n, const kk_op_tensor *want,
+                           const char *why) {
+  const kk_tensor *t0 = tensors[0];
+  warn_once(p->op, t0, why);
+  kk_status st = kk_op_synchronize(t0->device, stream);
+  return st == KK_OK ? run_on_cpu(p, tensors, n, want) : st;
 }
 
 kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors,
-                          kk_stream stream, kk_op_kernel_fn override) {
+                          kk_stream stream, kk_op_kernel_fn override,
+                          unsigned flags) {
   kk_op_tensor want[KK_OP_MAX_TENSORS];
   int n = 0;
   kk_status st = check_tensors(p, tensors, &n, want);
@@ -143,13 +156,12 @@ kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors,
   const kk_tensor *t0 = tensors[0];
   const kk_op_kernel_fn kernel =
       override ? override : p->op->kernels[t0->device_kind];
+  const int can_fall_back = !(flags & KK__RUN_STRICT) &&
+                            t0->device_kind != KK_BACKEND_CPU &&
+                            p->op->kernels[KK_BACKEND_CPU];
   if (!kernel) {
-    if (t0->device_kind != KK_BACKEND_CPU && p->op->kernels[KK_BACKEND_CPU]) {
-      warn_once(p->op, t0);
-      /* stream order: what the caller queued before must be done first */
-      st = kk_op_synchronize(t0->device, stream);
-      return st == KK_OK ? run_on_cpu(p, tensors, n, want) : st;
-    }
+    if (can_fall_back)
+      return fall_back(p, tensors, stream, n, want, "no kernel for this op");
     char have[64];
     kk_op_backends_format(p->op, have, sizeof have);
     return kk__error(KK_ERR_UNSUPPORTED, p->op->name,
@@ -160,7 +172,15 @@ kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors,
     return kernel(p, tensors, NULL);
   launch_job j = {
       .p = p, .tensors = tensors, .stream = stream, .kernel = kernel};
-  return kk__cuda_call_on_device(t0->device_index, launch, &j);
+  st = kk__cuda_call_on_device(t0->device_index, launch, &j);
+  /* A slot answers KK_ERR_UNSUPPORTED, having enqueued nothing, for a
+   * configuration its kernels do not cover (an f32 attention on CUDA). */
+  if (st == KK_ERR_UNSUPPORTED && can_fall_back) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", kk_last_error_message());
+    return fall_back(p, tensors, stream, n, want, why);
+  }
+  return st;
 }
 
 kk_status kk_op_synchronize(const char *device, kk_stream stream) {

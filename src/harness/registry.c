@@ -19,7 +19,13 @@
 #include "core/error.h"
 #include "harness/harness_internal.h"
 #include "harness/op_convert.h"
+#include "harness/op_fp8_gemm.h"
 #include "harness/op_kernels.h"
+#include "harness/op_rmsnorm.h"
+#include "harness/op_softmax.h"
+#include "harness/op_layernorm.h"
+#include "harness/op_rope.h"
+#include "harness/op_nvfp4_gemm.h"
 
 /* Caps that keep every tensor's element count below 2^63 (the largest, an NVFP4
  * a [L,M,K], is at most 2^12 * 2^24 * 2^24 = 2^60). */
@@ -118,7 +124,8 @@ static const kk_op ops[] = {
      .flops = kk__gemm_flops,
      .bytes = kk__op_bytes_io,
      .reference = kk__gemm_reference,
-     FLOAT_TOLERANCES(0)},
+     FLOAT_TOLERANCES(0),
+     .kernels = {[KK_BACKEND_CPU] = kk__gemm_cpu}},
     {.name = "linear",
      .summary =
          "y = act(x . W^T + bias); swiglu: silu(x.Wg^T + bg) * (x.Wu^T + bu)",
@@ -128,7 +135,8 @@ static const kk_op ops[] = {
      .flops = kk__linear_flops,
      .bytes = kk__op_bytes_io,
      .reference = kk__linear_reference,
-     FLOAT_TOLERANCES(0)},
+     FLOAT_TOLERANCES(0),
+     .kernels = {[KK_BACKEND_CPU] = kk__linear_cpu}},
     /* lse is -inf on fully masked rows, hence ALLOW_NONFINITE. Its f32 row
      * serves the f32 lse of every dtype. Elementwise f32 is tighter than the
      * GEMMs': outputs are averages of V, of magnitude <= max|v|. */
@@ -148,7 +156,9 @@ static const kk_op ops[] = {
                     TOL(KK_DTYPE_F16, 2e-3, 4e-3, 5e-3, BOTH,
                         KK_CHECK_ALLOW_NONFINITE),
                     TOL(KK_DTYPE_BF16, 1e-2, 2e-2, 1e-2, BOTH,
-                        KK_CHECK_ALLOW_NONFINITE)}},
+                        KK_CHECK_ALLOW_NONFINITE)},
+     .kernels = {[KK_BACKEND_CPU] = kk__attention_cpu,
+                 [KK_BACKEND_CUDA] = KK__CUDA_SLOT(kk__attention_cuda)}},
     /* GPU MODE's checker exactly: |out - ref| <= 1e-3 + 1e-3 |ref|, NaN/inf
        must match. */
     {.name = "nvfp4_gemv",
@@ -162,8 +172,16 @@ static const kk_op ops[] = {
      .reference = kk__nvfp4_gemv_reference,
      .ntolerances = 1,
      .tolerances = {TOL(KK_DTYPE_F16, 1e-3, 1e-3, 0.0, KK_CHECK_ELEMENTWISE,
-                        KK_CHECK_ALLOW_NONFINITE)}},
+                        KK_CHECK_ALLOW_NONFINITE)},
+     .kernels = {[KK_BACKEND_CPU] = kk__nvfp4_gemv_cpu,
+                 [KK_BACKEND_CUDA] = KK__CUDA_SLOT(kk__nvfp4_gemv_cuda)}},
     KK__CONVERT_ROW, /* src/harness/op_convert.c: the first op with kernels */
+    KK__FP8_GEMM_ROW, /* src/harness/op_fp8_gemm.c */
+    KK__RMSNORM_ROW, /* src/harness/op_rmsnorm.c */
+    KK__SOFTMAX_ROW, /* src/harness/op_softmax.c */
+    KK__LAYERNORM_ROW, /* src/harness/op_layernorm.c */
+    KK__ROPE_ROW, /* src/harness/op_rope.c */
+    KK__NVFP4_GEMM_ROW, /* src/harness/op_nvfp4_gemm.c */
 };
 
 #define OP_COUNT ((int)(sizeof ops / sizeof ops[0]))

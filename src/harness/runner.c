@@ -213,7 +213,7 @@ static void check_output(const kk_op *op, const bufs *b, int k, int second, kk_c
 /* Steps 3 and 4. */
 static kk_status run_kernel(const kk_case *c, const char *device, bufs *b, kk_case_result *r,
                             int *second) {
-    kk__kernel_run run = {.variant = 0, .inputs_back = b->back};
+    kk__kernel_run run = {.variant = 0, .inputs_back = b->back, .strict = 1};
     kk_status st = kk__run_kernel(&c->params, device, b->raw, &run);
     r->kernel_runs = 1;
     r->kernel_ms = run.ms;
@@ -222,7 +222,7 @@ static kk_status run_kernel(const kk_case *c, const char *device, bufs *b, kk_ca
     if (st == KK_OK && *second) {
         void *mixed[KK_OP_MAX_TENSORS];
         for (int k = 0; k < b->n; k++) mixed[k] = b->t[k].is_output ? b->raw1[k] : b->raw[k];
-        run = (kk__kernel_run){.variant = 1, .inputs_back = NULL};
+        run = (kk__kernel_run){.variant = 1, .inputs_back = NULL, .strict = 1};
         st = kk__run_kernel(&c->params, device, mixed, &run);
         r->kernel_runs = 2;
     }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "harness/harness_internal.h"
 #include "harness/runner_internal.h"
 
 double kk__runner_now_ms(void) {
@@ -79,7 +80,7 @@ kk_status kk__run_kernel(const kk_op_params *p, const char *device, void *const 
     if (st == KK_OK) {
         kk_clear_error(); /* what the kernel records is then its own */
         const double t0 = kk__runner_now_ms();
-        st = kk_op_run(p, s.dev, NULL);
+        st = kk__op_run_with(p, s.dev, NULL, NULL, run->strict ? KK__RUN_STRICT : 0);
         if (st == KK_OK) st = kk_op_synchronize(device, NULL);
         run->ms = kk__runner_now_ms() - t0;
         run->kernel_failed = st != KK_OK;

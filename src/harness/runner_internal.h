@@ -9,13 +9,16 @@ typedef struct kk__kernel_run {
     int variant;              /* in: poison variant written to every output first */
     void *const *inputs_back; /* in: NULL, or host buffers (kk_op_tensors order) that
                                  receive the device's inputs after the run */
+    int strict;               /* in: no CPU fallback (the checker: a case reported on a
+                                 device ran there) */
     double ms;                /* out: the kernel call, host clock */
     int kernel_failed;        /* out: the error came from the kernel itself */
 } kk__kernel_run;
 
 /* Allocate every tensor on `device`, copy the inputs of `bufs` in, poison the
- * outputs, run the op's kernel for that device (kk_op_run on the legacy
- * default stream, then kk_op_synchronize), copy the outputs back into `bufs` (and the inputs
+ * outputs, run the op's kernel for that device (kk_op_run, or with
+ * run->strict its kernel alone, on the legacy default stream, then
+ * kk_op_synchronize), copy the outputs back into `bufs` (and the inputs
  * into run->inputs_back), free. The kernel's own error is returned as is with
  * run->kernel_failed set; any other error is a setup or copy failure. */
 kk_status kk__run_kernel(const kk_op_params *p, const char *device, void *const *bufs,

@@ -1,0 +1,186 @@
+/* kernelkit bench --import: turn raw samples timed by another program (the
+ * PyTorch side-by-side scripts in bench/) into a "kernelkit.bench/1" results
+ * file, so anchors get the same statistics, environment, FLOP and byte counts
+ * as KernelKit's own entries and `kernelkit report` can pair them.
+ *
+ * Input: {"benchmarks": [{"name": "...", "op": "attention",
+ *          "params": "B=8 Hq=16 ... dtype=bf16", "implementation": "torch_sdpa_flash",
+ *          "samples": [seconds, ...], "cold": true}]}
+ * "params" is parsed by the op's registry row (so an anchor's parameters, FLOPs
+ * and bytes are exactly those of the KernelKit entry it is compared with), and
+ * the entry gets the string parameter "implementation". */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "kernelkit/bench.h"
+#include "kernelkit/calibrate.h"
+#include "kernelkit/harness_run.h"
+
+#define CMD "bench"
+#define MAX_IMPORT_BYTES ((long)256 << 20)
+
+static int import_error(const char *path, const char *field, const char *what) {
+    fprintf(stderr, "kernelkit " CMD ": bad import file %s: %s: %s\n", path, field, what);
+    return CLI_USAGE;
+}
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len >= 0 && len <= MAX_IMPORT_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)len + 1))) {
+        if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[len] = 0;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+/* The registry's parameters as results parameters, plus "implementation". */
+static int to_bench_params(const kk_op_params *p, const char *impl, kk_bench_param *out) {
+    int n = 0;
+    cli_bench_params(p, out, KK_BENCH_MAX_PARAMS - 1, &n);
+    kk_bench_param *b = &out[n++];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "implementation");
+    b->kind = KK_BENCH_PARAM_STRING;
+    snprintf(b->string, sizeof b->string, "%s", impl);
+    return n;
+}
+
+/* One imported benchmark into r; CLI_OK or an exit code. */
+static int import_one(const char *path, int i, const cJSON *it, const char *device,
+                      kk_bench_results *r) {
+    char field[96];
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+    const cJSON *opname = cJSON_GetObjectItemCaseSensitive(it, "op");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(it, "params");
+    const cJSON *impl = cJSON_GetObjectItemCaseSensitive(it, "implementation");
+    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(it, "samples");
+    const cJSON *cold = cJSON_GetObjectItemCaseSensitive(it, "cold");
+    const kk_op *op = NULL;
+#define FIELD(f) (snprintf(field, sizeof field, "benchmarks[%d].%s", i, f), field)
+    if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) > 255)
+        return import_error(path, FIELD("name"), "expected a string of 1 to 255 bytes");
+    if (!cJSON_IsString(opname) || kk_op_find(opname->valuestring, &op) != KK_OK)
+        return import_error(path, FIELD("op"), "expected the name of a registered op");
+    if (!cJSON_IsString(impl) || !impl->valuestring[0] || strlen(impl->valuestring) > 63 ||
+        strcmp(impl->valuestring, "kernelkit") == 0)
+        return import_error(path, FIELD("implementation"),
+                            "expected the anchor's name (1 to 63 bytes, not \"kernelkit\")");
+    kk_op_params p;
+    if (!cJSON_IsString(params) || kk_op_params_parse(op, params->valuestring, &p) != KK_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "expected the op's \"k=v ...\" parameters (%s)",
+                 cJSON_IsString(params) ? kk_last_error_message() : "not a string");
+        return import_error(path, FIELD("params"), why);
+    }
+    const int n = cJSON_GetArraySize(samples);
+    if (!cJSON_IsArray(samples) || n < 1)
+        return import_error(path, FIELD("samples"), "expected an array of at least one number");
+    if (cold && !cJSON_IsBool(cold)) return import_error(path, FIELD("cold"), "expected a boolean");
+    kk_bench_measurement m;
+    memset(&m, 0, sizeof m);
+    m.samples = malloc((size_t)n * sizeof *m.samples);
+    if (!m.samples) return cli_fail(CMD, "out of memory");
+    const cJSON *s;
+    int k = 0;
+    cJSON_ArrayForEach(s, samples) {
+        if (!cJSON_IsNumber(s) || !isfinite(s->valuedouble) || s->valuedouble < 0) {
+            free(m.samples);
+            snprintf(field, sizeof field, "benchmarks[%d].samples[%d]", i, k);
+            return import_error(path, field, "expected a finite number of seconds >= 0");
+        }
+        m.samples[k] = s->valuedouble;
+        m.sampled_time_s += s->valuedouble;
+        k++;
+    }
+#undef FIELD
+    snprintf(m.device, sizeof m.device, "%s", device);
+    m.n = (size_t)n;
+    m.batch = 1;
+    m.cold = cold ? cJSON_IsTrue(cold) : 0;
+    m.stop = KK_BENCH_STOP_MAX_SAMPLES;
+    m.wall_time_s = m.sampled_time_s;
+    m.pinned_cpu = -1;
+    snprintf(m.throttle_note, sizeof m.throttle_note,
+             "imported: timed by the %s script, no throttle detection", impl->valuestring);
+    kk_bench_options_default(&m.options);
+    m.options.max_samples = (size_t)n;
+    if (m.options.min_samples > m.options.max_samples) m.options.min_samples = m.options.max_samples;
+    kk_bench_param bp[KK_BENCH_MAX_PARAMS];
+    const int np = to_bench_params(&p, impl->valuestring, bp);
+    const kk_bench_spec spec = {
+        .name = name->valuestring,
+        .op = op->name,
+        .dtype = kk_dtype_name(kk_case_dtype(&p)),
+        .params = bp,
+        .nparams = np,
+        .flops = kk_op_flops(&p),
+        .bytes = kk_op_bytes(&p),
+    };
+    const kk_status st = kk_bench_results_add(r, &spec, &m);
+    free(m.samples);
+    if (st != KK_OK) return cli_fail(CMD, name->valuestring);
+    const kk_bench_entry *e = &r->entries[r->count - 1];
+    printf("%-44s median %.3f us  %.2f GB/s  %.3f TFLOP/s  n=%zu  (%s)\n", e->name,
+           e->summary.median * 1e6, e->gbs, e->tflops, e->m.n, impl->valuestring);
+    return CLI_OK;
+}
+
+int cli_bench_import(const char *device, const char *path, const char *output, int argc,
+                     char **argv) {
+    if (!output) return cli_usage_error(CMD, "--import needs -o FILE for the results");
+    char *text = read_all(path);
+    if (!text) return import_error(path, "file", "cannot read it");
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *list = root ? cJSON_GetObjectItemCaseSensitive(root, "benchmarks") : NULL;
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(root);
+        return import_error(path, root ? "benchmarks" : "(document)",
+                            root ? "expected an array" : "not JSON");
+    }
+    kk_bench_environment env;
+    kk_bench_results *r = NULL;
+    int rc = CLI_OK;
+    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
+        KK_OK) {
+        cJSON_Delete(root);
+        return cli_fail(CMD, "cannot capture the environment");
+    }
+    kk_status st = kk_bench_results_create(&env, &r);
+    kk_bench_environment_free(&env);
+    if (st != KK_OK) rc = cli_fail(CMD, "cannot create the results");
+    kk_bench_ceilings ceil;
+    if (rc == CLI_OK && kk_ceilings_load(device, NULL, &ceil) == KK_OK)
+        kk_bench_results_set_ceilings(r, &ceil);
+    int i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list) {
+        if (rc != CLI_OK) break;
+        rc = import_one(path, i++, it, device, r);
+    }
+    if (rc == CLI_OK && i == 0) rc = import_error(path, "benchmarks", "empty");
+    if (rc == CLI_OK && kk_bench_results_write_file(r, output) != KK_OK) {
+        fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", output,
+                kk_last_error_message());
+        rc = CLI_FAILED;
+    } else if (rc == CLI_OK) {
+        fprintf(stderr, "kernelkit " CMD ": imported %zu benchmark(s) into %s\n", r->count,
+                output);
+    }
+    kk_bench_results_free(r);
+    cJSON_Delete(root);
+    return rc;
+}

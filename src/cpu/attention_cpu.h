@@ -1,0 +1,104 @@
+/* Internal: the pieces of the CPU attention forward kernel.
+ *
+ *   attention_cpu.c          the slot kk__attention_cpu: checks, scratch, OpenMP
+ *   attention_cpu_block.c    one block of query rows: the online softmax
+ *   attention_cpu_generic.c  portable micro-kernels (plain C loops)
+ *   attention_cpu_avx2.c     the same micro-kernels with AVX2 + FMA intrinsics
+ *
+ * Scores are kept in log2 units (q is pre-multiplied by scale * log2(e)) so
+ * the softmax needs only exp2, which the micro-kernels compute with one
+ * polynomial (relative error < 2.5e-7, tests/test_cpu_attention.c). */
+#ifndef KK_CPU_ATTENTION_CPU_H
+#define KK_CPU_ATTENTION_CPU_H
+
+#include <stdint.h>
+
+#include "kernelkit/harness.h"
+
+/* Query rows per block: N of the score product (a multiple of KK__ATT_NT) and
+ * M of the P.V product (a multiple of the 6-row micro-tile). */
+#define KK__ATT_BQ 48
+#define KK__ATT_BK 60 /* keys per block: M of the score product, 10 micro-tiles */
+#define KK__ATT_NT 16 /* columns of a micro-tile: N of every product is a multiple */
+/* Key blocks summed in o before they are folded into o2: no f32 sum runs over
+ * more than about 1000 keys, so a long Sk loses no more than a short one. */
+#define KK__ATT_FOLD 16
+
+/* Scores are kept transposed, s[key][query]: the score product then reads K
+ * rows as they lie in memory (no transpose of K per block), and the softmax
+ * of 8 queries at a time is one vector operation per key. */
+typedef struct kk__att_kernels {
+  const char *name;
+  /* C[m,n] = diag(alpha) C + A B, or A B when alpha is NULL. A(i,k) is
+   * a[i * ars + k * aks]; B and C are row-major (ldb, ldc); n % KK__ATT_NT == 0. */
+  void (*gemm)(float *c, int64_t ldc, const float *a, int64_t ars, int64_t aks, const float *b,
+               int64_t ldb, int m, int n, int k, const float *alpha);
+  /* One key block of the online softmax for queries [0, n), n % 8 == 0:
+   * s[nk][lds] holds scores (log2 units, -inf where masked) and gets the
+   * weights 2^(s - m_new); per query, m becomes m_new, alpha 2^(m_old - m_new)
+   * and sum the block's weights' sum. A query with no visible key so far keeps
+   * m = -inf and gets weights 0. */
+  void (*softmax)(float *s, int64_t lds, int nk, int n, float *m, float *sum, float *alpha);
+  /* x[j] = 2^(x[j] - m) for j < n (0 for -inf); returns their sum. The same
+   * exp2 as softmax's, exposed for its accuracy test. */
+  float (*exp2_sum)(float *x, int n, float m);
+} kk__att_kernels;
+
+/* exp2 on [-1/2, 1/2]: 1 + r (C1 + r (C2 + ...)), a degree-5 fit of minimal
+ * relative error (9e-8; 1.8e-7 evaluated in f32). x + MAGIC (1.5 * 2^23 + 127)
+ * rounds x to an integer n and leaves n + 127 in the low mantissa bits. */
+#define KK__ATT_EXP2_MAGIC 12583039.0f
+#define KK__ATT_EXP2_C1 6.931469776200669e-01f
+#define KK__ATT_EXP2_C2 2.402224214463169e-01f
+#define KK__ATT_EXP2_C3 5.550733761046373e-02f
+#define KK__ATT_EXP2_C4 9.671508850282829e-03f
+#define KK__ATT_EXP2_C5 1.326470391856504e-03f
+
+const kk__att_kernels *kk__att_kernels_generic(void);
+/* NULL when this is not x86 or the CPU lacks AVX2 or FMA. */
+const kk__att_kernels *kk__att_kernels_avx2_fma(void);
+/* What kk__attention_cpu uses: AVX2 + FMA when present, unless forced generic. */
+const kk__att_kernels *kk__att_kernels_best(void);
+/* Tests: non-zero makes kk__attention_cpu use the generic kernels. */
+void kk__att_force_generic(int on);
+
+/* What every block of one call shares. */
+typedef struct kk__att_geom {
+  const kk_op_params *p;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dp; /* Dp: D rounded up to KK__ATT_NT */
+  kk_dtype dt;
+  float qscale; /* softmax scale * log2(e) */
+  int dropout;  /* p > 0: drop where the Philox word < drop_threshold */
+  uint32_t drop_threshold;
+  uint64_t seed, offset;
+  double keep_scale; /* 1 / (1 - p), 1 without dropout */
+  const void *q, *k, *v;
+  void *o;
+  float *lse; /* NULL when not asked */
+  const kk__att_kernels *kern;
+} kk__att_geom;
+
+/* One thread's buffers, allocated once per call (sizes in kk__att_scratch_floats). */
+typedef struct kk__att_scratch {
+  float *qt;    /* [Dp][BQ]   the query block, transposed and scaled */
+  float *k;     /* [BK][Dp]   the key block, when it needs converting to f32 */
+  float *v;     /* [BK][Dp]   the value block, when it needs converting or padding */
+  float *s;     /* [BK][BQ]   scores, then weights, transposed */
+  float *o;     /* [BQ][Dp]   the output accumulator of the last few key blocks */
+  float *o2;    /* [BQ][Dp]   ... and of the blocks before, folded in now and then */
+  float *carry; /* [BQ]       the rescale o2 owes since the last fold */
+  float *row;   /* [Dp]       one converted row */
+  float *m, *sum, *alpha; /* [BQ] running max (log2 units), block sum, rescale */
+  double *l;              /* [BQ] running sum: f64, as it adds up to Sk / BK terms */
+  int64_t *lo, *hi;     /* [BQ] the keys each row may see */
+} kk__att_scratch;
+
+/* Floats of one thread's scratch, each part rounded up to 64 bytes. */
+int64_t kk__att_scratch_floats(int64_t Dp);
+void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w);
+
+/* Rows [i0, i0 + BQ) of query head h of batch b, all of their keys. */
+kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, int64_t h,
+                        int64_t i0);
+
+#endif

@@ -1,0 +1,160 @@
+/* Internal: the CPU backend's matrix-product driver, shared by gemm, linear
+ * and fp8_gemm (src/cpu/gemm_cpu.c, linear_cpu.c, fp8_gemm_cpu.c).
+ *
+ * Every product is c = a . b^T (a [M,K], b [N,K], both K-major) computed by
+ * OpenBLAS's cblas_sgemm in f32, one block of rows at a time, with an epilogue
+ * (bias, activation, scale, rounding to the output dtype) applied to each
+ * block right after its product, while the block is still in cache. Inputs
+ * that are not f32 are decoded to f32 panels first (f16, bf16, fp8). */
+#ifndef KK_CPU_GEMM_INTERNAL_H
+#define KK_CPU_GEMM_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernelkit/harness.h"
+
+/* A block of rows is as many rows as give an f32 product of at most this many
+ * bytes (and at least 16 rows). Measured on the 2-core development machine
+ * (docs/backends/cpu.md, "GEMM and Linear"): the block must stay in the
+ * last-level cache (32 MiB there) until the epilogue reads it, and every
+ * extra block makes OpenBLAS pack the weights again, which costs more than
+ * a read of the block from L3. */
+#define KK__GEMM_BLOCK_BYTES (INT64_C(8) << 20)
+
+/* The epilogue loops are compiled for AVX-512, AVX2 and baseline x86-64, the
+ * best chosen at load time: the library is built without -march, and GELU's
+ * erf is 4 times faster in 16 lanes than in SSE2's 4. Clones may differ in
+ * the last bit where a compiler contracts a*b+c into an FMA (clang does by
+ * default); the tolerances are far above that. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define KK__VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef KK__VEC_CLONES
+#define KK__VEC_CLONES
+#endif
+
+/* The epilogue of one row: c[w] holds the f32 products of row m, columns
+ * n0 .. n0 + cols - 1, of each weight w (two for SwiGLU); c[0] may be
+ * overwritten. It writes the output row. */
+typedef struct kk__gemm_job kk__gemm_job;
+typedef void (*kk__gemm_row_fn)(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
+                                int64_t cols);
+
+struct kk__gemm_job {
+    int64_t M, N, K;
+    const void *a;    /* [M,K] */
+    kk_dtype a_dtype; /* f32, f16, bf16, fp8_e4m3, fp8_e5m2 */
+    const void *b[2]; /* [N,K] each; b[1] only for two products (SwiGLU) */
+    kk_dtype b_dtype;
+    const float *tables[2]; /* fp8 a, b: the f32 value of each of the 256 codes */
+    int nweights;           /* 1 or 2 */
+    /* f32 output written by sgemm itself (c[0] is then the output row): the
+     * epilogue only transforms it in place. NULL: products go to scratch. */
+    float *c_direct;
+    kk__gemm_row_fn row; /* NULL: no epilogue (plain f32 gemm into c_direct) */
+    const void *ctx;     /* the kernel's own epilogue data */
+};
+
+/* Run the job: blocks of rows, each a product (multi-threaded OpenBLAS, its
+ * thread count kk__cpu_threads()) and an epilogue over its rows (OpenMP).
+ * KK_ERR_OUT_OF_MEMORY when the scratch cannot be allocated. */
+kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op);
+
+/* Rows of a per block and rows of b per panel (0 = the built-in sizes), for
+ * measuring block sizes and for tests that cross every block edge. */
+void kk__cpu_gemm_set_blocking(int64_t rows, int64_t panel_rows);
+
+/* Check the tensors a kernel got against what the parameters describe, so a
+ * harness bug cannot become a wild write (kk_op_run checked them already). */
+kk_status kk__cpu_check_tensors(const kk_op_params *p, kk_tensor *const *t, const char *op);
+
+/* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
+void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);
+
+/* ---- vectorizable math (no calls, no branches in the element path) ---- */
+
+/* c ? a : b on bits. gcc (with its default -ftrapping-math) turns a float
+ * ?: into control flow that stops the vectorizer; this never does. */
+static inline float kk__select(int c, float a, float b) {
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint32_t m = 0u - (uint32_t)c, r = (ua & m) | (ub & ~m);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
+/* e^x in f32 for x in [-87.3, 88] (clamped outside): Cody-Waite reduction
+ * x = n ln2 + r, Cephes' minimax polynomial for e^r on |r| <= ln2/2, and 2^n
+ * built in the exponent bits. n is rounded with the 1.5 * 2^23 trick rather
+ * than floorf, which SSE2 has no vector instruction for. Relative error about
+ * 2e-7 (tests/test_cpu_gemm.c measures it). */
+static inline float kk__expf(float x) {
+    x = kk__select(x >= -87.3f, x, -87.3f); /* NaN too: (int32_t)NaN would be UB */
+    x = kk__select(x > 88.0f, 88.0f, x);
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f; /* ln2 = 0.693359375 - 2.12194440e-4 */
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const int32_t bits = ((int32_t)n + 127) * (1 << 23);
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* erfc(z) for z >= 0 (Numerical Recipes' erfcc, Chebyshev-fitted): fractional
+ * error < 1.2e-7 in exact arithmetic, about 1e-6 in f32 near z = 3 (the f32
+ * rounding of z^2). Beyond z = 9 (erfc < 4.2e-37) it returns 0: subnormal
+ * results there would make every later multiply slow (Linear outputs of
+ * magnitude 10..30 are common), for a difference no tolerance can see. */
+static inline float kk__erfc_pos(float z) {
+    const float t = 1.0f / (1.0f + 0.5f * z);
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    const float arg = p - z * z;
+    return kk__select(z >= 9.0f, 0.0f, t * kk__expf(kk__select(arg < -80.0f, -80.0f, arg)));
+}
+
+/* erf(x) = 1 - erfc(|x|) with the sign of x. */
+static inline float kk__erff(float x) {
+    const float e = 1.0f - kk__erfc_pos(fabsf(x));
+    return kk__select(x < 0.0f, -e, e);
+}
+
+/* GELU (erf) = 0.5 x (1 + erf(x/sqrt2)) = 0.5 x erfc(-x/sqrt2): for x < 0 the
+ * erfc form keeps its relative accuracy where 1 + erf cancels. */
+static inline float kk__gelu_erf(float x) {
+    const float z = x * 0.70710678118654752f;
+    const float e = kk__erfc_pos(fabsf(z));
+    return 0.5f * x * kk__select(x < 0.0f, e, 2.0f - e);
+}
+
+/* x sigmoid(x) = x / (1 + e^-x). */
+static inline float kk__silu(float x) { return x / (1.0f + kk__expf(-x)); }
+
+/* GELU (tanh) = 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi)(x + 0.044715 x^3). */
+static inline float kk__gelu_tanh(float x) {
+    const float u2 = 1.5957691216057308f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + kk__expf(-u2));
+}
+
+#endif

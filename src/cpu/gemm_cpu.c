@@ -1,0 +1,215 @@
+/* The CPU backend's matrix-product driver (cpu_gemm_internal.h) and the
+ * `gemm` op's kernel: c[M,N] = a[M,K] . b[N,K]^T in f32, f16 or bf16.
+ *
+ * The product is OpenBLAS's cblas_sgemm. Inputs that are not f32 are decoded
+ * to f32 panels (b: up to 32 MiB of rows at a time, a: one block of rows) and
+ * the f32 result is rounded once. Work that follows the product (bias,
+ * activation, scales, rounding) runs on each block of rows right after that
+ * block's product, while it is still in cache, so the output is written once
+ * and never read back from memory. */
+#include <cblas.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "cpu/cpu_gemm_internal.h"
+#include "cpu/cpu_threads.h"
+#include "harness/harness_internal.h"
+#include "harness/op_kernels.h"
+
+#define PANEL_BYTES (INT64_C(32) << 20)   /* decoded rows of b, per weight */
+#define A_BLOCK_BYTES (INT64_C(16) << 20) /* decoded rows of a */
+#define C_BLOCK_BYTES (INT64_C(8) << 20)  /* f32 product scratch, per weight */
+#define EPI_CHUNK 2048                    /* columns per epilogue work item */
+
+static atomic_llong block_rows_set, panel_rows_set; /* 0 = the sizes below */
+
+void kk__cpu_gemm_set_blocking(int64_t rows, int64_t panel_rows) {
+    atomic_store(&block_rows_set, rows > 0 ? rows : 0);
+    atomic_store(&panel_rows_set, panel_rows > 0 ? panel_rows : 0);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* OpenBLAS keeps one global thread count; set it only when it differs, since
+ * the call is not free. Its OpenMP build runs one thread per call inside a
+ * parallel region and shares libgomp's pool with the kernels otherwise. */
+static void blas_threads(int n) {
+    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
+static size_t elem_size(kk_dtype dt) { return kk_dtype_bytes(dt, 1); }
+
+/* fp8 codes to f32 through their table: a gather, which AVX2 and AVX-512 have. */
+KK__VEC_CLONES static void decode_table(const uint8_t *restrict s, const float *restrict table,
+                                        float *restrict out, int64_t n) {
+    for (int64_t k = 0; k < n; k++)
+        out[k] = table[s[k]];
+}
+
+/* rows [r0, r0 + rows) of a [*, K] matrix of `dt` to f32 (table: fp8). */
+static void decode_rows(const void *src, kk_dtype dt, const float *table, int64_t r0, int64_t rows,
+                        int64_t K, float *dst) {
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t at = (r0 + i) * K;
+        float *out = dst + i * K;
+        if (table) {
+            decode_table((const uint8_t *)src + at, table, out, K);
+        } else {
+            kk_convert_host((const char *)src + (size_t)at * elem_size(dt), dt, out, KK_DTYPE_F32,
+                            (size_t)K);
+        }
+    }
+}
+
+void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n) {
+    if (dt == KK_DTYPE_F32) {
+        if ((float *)dst + i0 != src) memcpy((float *)dst + i0, src, (size_t)n * sizeof(float));
+        return;
+    }
+    kk_convert_host(src, KK_DTYPE_F32, (char *)dst + (size_t)i0 * elem_size(dt), dt, (size_t)n);
+}
+
+/* The epilogue of rows [m0, m0 + rows), columns [n0, n0 + cols): work items
+ * of one row and up to EPI_CHUNK columns, so that one long row (decode, M = 1)
+ * still spreads over every thread. */
+static void epilogue(const kk__gemm_job *job, float *const *c, const int64_t *ldc, int64_t m0,
+                     int64_t rows, int64_t n0, int64_t cols) {
+    const int64_t chunks = (cols + EPI_CHUNK - 1) / EPI_CHUNK;
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(dynamic, 8)
+    for (int64_t item = 0; item < rows * chunks; item++) {
+        const int64_t r = item / chunks, j0 = (item % chunks) * EPI_CHUNK;
+        float *row[2] = {NULL, NULL};
+        for (int w = 0; w < job->nweights; w++)
+            row[w] = c[w] + r * ldc[w] + j0;
+        job->row(job, row, m0 + r, n0 + j0, min64(EPI_CHUNK, cols - j0));
+    }
+}
+
+typedef struct scratch {
+    float *a, *b[2], *c[2];
+} scratch;
+
+static void scratch_free(scratch *s) {
+    free(s->a);
+    for (int w = 0; w < 2; w++) {
+        free(s->b[w]);
+        free(s->c[w]);
+    }
+}
+
+static int64_t block_rows(int64_t N) {
+    const int64_t set = atomic_load(&block_rows_set);
+    return set > 0 ? set : max64(16, KK__GEMM_BLOCK_BYTES / (4 * N));
+}
+
+kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
+    const int64_t M = job->M, N = job->N, K = job->K;
+    const int a_f32 = job->a_dtype == KK_DTYPE_F32, b_f32 = job->b_dtype == KK_DTYPE_F32;
+    const float *a_table = job->a_dtype == KK_DTYPE_FP8_E4M3 || job->a_dtype == KK_DTYPE_FP8_E5M2
+                               ? job->tables[0]
+                               : NULL;
+    const float *b_table = job->b_dtype == KK_DTYPE_FP8_E4M3 || job->b_dtype == KK_DTYPE_FP8_E5M2
+                               ? job->tables[1]
+                               : NULL;
+    blas_threads(kk__cpu_threads());
+    if (!job->row && a_f32 && b_f32 && job->c_direct) { /* plain f32: one call */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K,
+                    1.0f, job->a, (blasint)K, job->b[0], (blasint)K, 0.0f, job->c_direct,
+                    (blasint)N);
+        return KK_OK;
+    }
+    int64_t mb = min64(block_rows(N), M), nb = N;
+    if (!a_f32) mb = min64(mb, max64(1, A_BLOCK_BYTES / (4 * K)));
+    if (!b_f32) nb = min64(nb, max64(1, PANEL_BYTES / (4 * K)));
+    const int scratch_c0 = job->c_direct == NULL;
+    if (scratch_c0 || job->nweights > 1) nb = min64(nb, max64(64, C_BLOCK_BYTES / (4 * mb)));
+    if (atomic_load(&panel_rows_set) > 0) nb = min64(N, atomic_load(&panel_rows_set));
+    scratch s = {0};
+    int ok = 1;
+    if (!a_f32) ok &= (s.a = malloc((size_t)(mb * K) * sizeof(float))) != NULL;
+    for (int w = 0; w < job->nweights; w++) {
+        if (!b_f32) ok &= (s.b[w] = malloc((size_t)(min64(nb, N) * K) * sizeof(float))) != NULL;
+        if (w > 0 || scratch_c0) ok &= (s.c[w] = malloc((size_t)(mb * nb) * sizeof(float))) != NULL;
+    }
+    if (!ok) {
+        scratch_free(&s);
+        return kk__error(KK_ERR_OUT_OF_MEMORY, op,
+                         "no host memory for the f32 panels of a %lldx%lldx%lld product",
+                         (long long)M, (long long)N, (long long)K);
+    }
+    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+        const int64_t cols = min64(nb, N - n0);
+        const float *b[2] = {NULL, NULL};
+        for (int w = 0; w < job->nweights; w++) {
+            if (b_f32) {
+                b[w] = (const float *)job->b[w] + n0 * K;
+            } else {
+                decode_rows(job->b[w], job->b_dtype, b_table, n0, cols, K, s.b[w]);
+                b[w] = s.b[w];
+            }
+        }
+        for (int64_t m0 = 0; m0 < M; m0 += mb) {
+            const int64_t rows = min64(mb, M - m0);
+            const float *a = (const float *)job->a + m0 * K;
+            if (!a_f32) {
+                decode_rows(job->a, job->a_dtype, a_table, m0, rows, K, s.a);
+                a = s.a;
+            }
+            float *c[2];
+            int64_t ldc[2];
+            for (int w = 0; w < job->nweights; w++) {
+                const int direct = w == 0 && !scratch_c0;
+                c[w] = direct ? job->c_direct + m0 * N + n0 : s.c[w];
+                ldc[w] = direct ? N : cols;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)rows, (blasint)cols,
+                            (blasint)K, 1.0f, a, (blasint)K, b[w], (blasint)K, 0.0f, c[w],
+                            (blasint)ldc[w]);
+            }
+            if (job->row) epilogue(job, c, ldc, m0, rows, n0, cols);
+        }
+    }
+    scratch_free(&s);
+    return KK_OK;
+}
+
+kk_status kk__cpu_check_tensors(const kk_op_params *p, kk_tensor *const *t, const char *op) {
+    kk_op_tensor d[KK_OP_MAX_TENSORS];
+    const int n = p->op->describe(p, d);
+    for (int k = 0; k < n; k++)
+        if (!t || !t[k] || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
+            !kk_tensor_is_contiguous(t[k]) || t[k]->device_kind != KK_BACKEND_CPU)
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, d[k].name,
+                                 "a contiguous host tensor of the described dtype and size", "%s",
+                                 t && t[k] ? t[k]->device : "NULL");
+    return KK_OK;
+}
+
+/* f16/bf16: the f32 product of a block, rounded once into c. */
+static void round_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
+                      int64_t cols) {
+    kk_tensor *out = (kk_tensor *)job->ctx;
+    kk__cpu_store_row(c[0], out->data, out->dtype, m * job->N + n0, cols);
+}
+
+kk_status kk__gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    (void)s;
+    kk_status st = kk__cpu_check_tensors(p, t, "gemm");
+    if (st != KK_OK) return st;
+    const kk_dtype dt = (kk_dtype)p->i[KK__GEMM_DTYPE];
+    const int f32 = dt == KK_DTYPE_F32;
+    const kk__gemm_job job = {.M = p->i[KK__GEMM_M],
+                              .N = p->i[KK__GEMM_N],
+                              .K = p->i[KK__GEMM_K],
+                              .a = t[0]->data,
+                              .a_dtype = dt,
+                              .b = {t[1]->data, NULL},
+                              .b_dtype = dt,
+                              .nweights = 1,
+                              .c_direct = f32 ? (float *)t[2]->data : NULL,
+                              .row = f32 ? NULL : round_row,
+                              .ctx = t[2]};
+    return kk__cpu_gemm_run(&job, "gemm");
+}

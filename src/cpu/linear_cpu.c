@@ -1,0 +1,112 @@
+/* The `linear` op's CPU kernel: y = act(x . W^T + bias), and SwiGLU
+ * y = silu(x . Wg^T + bg) * (x . Wu^T + bu), for f32, f16 and bf16.
+ *
+ * The products come from the driver of gemm_cpu.c, a block of rows at a time;
+ * this file is the epilogue it runs on each block while the block is in
+ * cache: bias, activation (the vectorizable f32 functions of
+ * cpu_gemm_internal.h), the SwiGLU product and one rounding to the output
+ * dtype. For f32 the product is written into y itself and transformed in
+ * place, so no scratch and no copy. */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "cpu/cpu_gemm_internal.h"
+#include "harness/harness_internal.h"
+#include "harness/op_kernels.h"
+
+typedef struct linear_ctx {
+    int act;
+    const float *bias, *bias_up; /* f32, [N]; NULL without bias */
+    void *y;
+    kk_dtype dtype;
+} linear_ctx;
+
+static inline float identity(float x) { return x; }
+static inline float relu(float x) { return kk__select(x > 0.0f, x, 0.0f); }
+
+/* h = f(h + bias) over one row piece; two loops so neither has a branch. */
+#define APPLY(f)                                                                                   \
+    do {                                                                                           \
+        if (b) {                                                                                   \
+            _Pragma("omp simd") for (int64_t j = 0; j < cols; j++) h[j] = f(h[j] + b[j]);          \
+        } else {                                                                                   \
+            _Pragma("omp simd") for (int64_t j = 0; j < cols; j++) h[j] = f(h[j]);                 \
+        }                                                                                          \
+    } while (0)
+
+KK__VEC_CLONES static void swiglu(float *restrict h, float *restrict u, const float *b,
+                                  const float *bu, int64_t cols) {
+    if (b) {
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++)
+            h[j] = kk__silu(h[j] + b[j]) * (u[j] + bu[j]);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++)
+            h[j] = kk__silu(h[j]) * u[j];
+    }
+}
+
+KK__VEC_CLONES static void linear_row(const kk__gemm_job *job, float *const *c, int64_t m,
+                                      int64_t n0, int64_t cols) {
+    const linear_ctx *x = job->ctx;
+    float *restrict h = c[0];
+    const float *restrict b = x->bias ? x->bias + n0 : NULL;
+    switch (x->act) {
+    case KK__ACT_RELU: APPLY(relu); break;
+    case KK__ACT_GELU_ERF: APPLY(kk__gelu_erf); break;
+    case KK__ACT_GELU_TANH: APPLY(kk__gelu_tanh); break;
+    case KK__ACT_SILU: APPLY(kk__silu); break;
+    case KK__ACT_SWIGLU: swiglu(h, c[1], b, x->bias_up ? x->bias_up + n0 : NULL, cols); break;
+    default:
+        if (b) APPLY(identity); /* no bias: nothing to do but round */
+        break;
+    }
+    kk__cpu_store_row(h, x->y, x->dtype, m * job->N + n0, cols);
+}
+
+/* A bias as f32: the tensor itself when it is f32, else a decoded copy. */
+static const float *bias_f32(const kk_tensor *t, int64_t N, float **owned) {
+    if (t->dtype == KK_DTYPE_F32) return t->data;
+    *owned = malloc((size_t)N * sizeof(float));
+    if (*owned) kk_convert_host(t->data, t->dtype, *owned, KK_DTYPE_F32, (size_t)N);
+    return *owned;
+}
+
+kk_status kk__linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    (void)s;
+    kk_status st = kk__cpu_check_tensors(p, t, "linear");
+    if (st != KK_OK) return st;
+    const int64_t N = p->i[KK__LIN_N];
+    const kk_dtype dt = (kk_dtype)p->i[KK__LIN_DTYPE];
+    const int act = (int)p->i[KK__LIN_ACT], glu = act == KK__ACT_SWIGLU;
+    const int has_bias = (int)p->i[KK__LIN_BIAS];
+    /* tensors in kk__linear_describe order: x, w (w_gate, w_up), biases, y */
+    const int nw = glu ? 2 : 1, y_at = 1 + nw + (has_bias ? nw : 0);
+    float *owned[2] = {NULL, NULL};
+    linear_ctx ctx = {.act = act, .y = t[y_at]->data, .dtype = dt};
+    if (has_bias) {
+        ctx.bias = bias_f32(t[1 + nw], N, &owned[0]);
+        if (glu) ctx.bias_up = bias_f32(t[2 + nw], N, &owned[1]);
+        if (!ctx.bias || (glu && !ctx.bias_up)) {
+            free(owned[0]);
+            free(owned[1]);
+            return kk__error(KK_ERR_OUT_OF_MEMORY, "linear", "no host memory for the bias");
+        }
+    }
+    const kk__gemm_job job = {.M = p->i[KK__LIN_M],
+                              .N = N,
+                              .K = p->i[KK__LIN_K],
+                              .a = t[0]->data,
+                              .a_dtype = dt,
+                              .b = {t[1]->data, glu ? t[2]->data : NULL},
+                              .b_dtype = dt,
+                              .nweights = nw,
+                              .c_direct = dt == KK_DTYPE_F32 ? (float *)ctx.y : NULL,
+                              .row = linear_row,
+                              .ctx = &ctx};
+    st = kk__cpu_gemm_run(&job, "linear");
+    free(owned[0]);
+    free(owned[1]);
+    return st;
+}

@@ -1,0 +1,489 @@
+// nvfp4_gemv on CUDA (sm_80 and newer; tuned for Hopper, sm_90a):
+//   c[l,m] = f16( ga*gb * sum_j (sa[l,m,j]*sb[l,j]) * sum_{k in block j} a[l,m,k]*b[l,k] )
+// Design and measurements: docs/kernels/nvfp4_gemv.md. The CPU twin is
+// src/cpu/nvfp4_gemv_cpu.c; both give the same f32 terms and differ only in
+// the order of the f32 sum over blocks.
+//
+// Memory-bound: a (K/2 bytes a row) is streamed once with 16-byte
+// ld.global.nc.L1::no_allocate loads, coalesced across the lanes of a warp.
+// A warp owns a unit of R rows (R = 8, or 4; every decoded piece of b serves
+// all of them) and a slice of K; the S warps of a unit split K between them
+// and add their sums through shared memory. Each 16-byte load is 32 elements
+// = two scale blocks, whose two e4m3 scales are one 2-byte load (plain and
+// blocked alike: the 128x4 atom keeps a row's 4 consecutive scales together).
+//
+// Decoding happens in registers, to f16, exactly: a block's 16 products a*b
+// are summed in half2 (8 per lane, each a multiple of 2^-16 below 2^-5, so
+// every partial sum is exact), then in f32 times the exact scale product.
+// Two decoders (docs: "versions"):
+//   variant 0 "bits": the e2m1 bits land in f16 bits [11:9] and 15, which is
+//     the value times 2^-14 (f16's subnormals line up with e2m1's); b is
+//     brought back to its true value by one multiply by 2^14.
+//   variant 1 "cvt":  each nibble becomes an e4m3 byte (value times 2^-6) and
+//     cvt.rn.f16x2.e4m3x2 (sm_89+; emulated on sm_80) turns pairs into half2.
+// KK_NVFP4_GEMV_VARIANT=0|1 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the four
+// instantiations at launch (default 0 and 8), for tuning on the GPU.
+//
+// Everything a lane computes is __host__ __device__, so kk__nvfp4_gemv_emulate
+// can run the kernel's exact arithmetic and indexing on the CPU, lane by lane,
+// and give the GPU's bits (tests/test_nvfp4_gemv.c runs it without a GPU).
+#include <cuda_runtime.h>
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/quant_math.h"
+#include "cuda/kernels/convert.cuh"
+#include "harness/harness_internal.h"
+#include "harness/op_kernels.h"
+
+extern "C" {
+#include "core/error.h"
+// src/cpu/nvfp4_gemv_cpu.c: the tensors are those the parameters describe.
+kk_status kk__nvfp4_gemv_check(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind kind);
+}
+
+namespace {
+
+#define HD __host__ __device__ __forceinline__
+#ifdef __CUDA_ARCH__
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL
+#endif
+
+constexpr int kWarps = 8;      // warps per CTA
+constexpr int kGroupRows = 128; // a 128-row group (the 128x4 atom) holds 128 / R units
+
+// A warp owns R rows (a "unit"), R = 4 or 8 (KK_NVFP4_GEMV_ROWS); each lane
+// keeps 8 loads of 16 bytes of a in flight either way.
+template <int R> struct unit_shape {
+    static constexpr int unroll = 8 / R; // chunks per row per step
+    static constexpr int pairs = R / 4;  // rows of a unit in each 32-row band
+};
+// CTAs per SM (launch bounds). Hopper: R = 4 fits 80 registers (3 CTAs, 24
+// warps); R = 8 needs 128 (2 CTAs, 16 warps). sm_80 has no hardware e4m3
+// conversion and needs more registers: 2 CTAs for R = 4, 1 for R = 8.
+template <int R> constexpr int min_blocks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+    return R == 4 ? 2 : 1;
+#else
+    return R == 4 ? 3 : 2;
+#endif
+}
+
+struct gemv_args {
+    const uint8_t *a, *b, *sa, *sb;
+    const float *ga, *gb; // NULL without global scales
+    uint16_t *c;          // f16 bits
+    int64_t M, K, L;
+    int64_t col_blocks; // blocked layout: atoms per row block
+    int blocked;
+    int split; // S: warps sharing a unit of rows, each a slice of K
+};
+
+// ---- loads (plain reads when emulated on the host) ----
+
+HD uint4 load_stream(const uint8_t *p) {
+    uint4 r;
+#ifdef __CUDA_ARCH__
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+#else
+    memcpy(&r, p, sizeof r);
+#endif
+    return r;
+}
+
+HD uint4 load_cached(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(reinterpret_cast<const uint4 *>(p));
+#else
+    uint4 r;
+    memcpy(&r, p, sizeof r);
+    return r;
+#endif
+}
+
+HD uint32_t load_u16(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(reinterpret_cast<const unsigned short *>(p));
+#else
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+#endif
+}
+
+// Offset of the scale pair (j, j+1), j = 2*chunk, from the start of a row's
+// scales: plain rows are contiguous; a blocked row has 4 columns side by side
+// in each 512-byte atom.
+HD uint32_t scale_step(int blocked, uint32_t chunk) {
+    return blocked ? (chunk >> 1) * 512u + (chunk & 1u) * 2u : 2u * chunk;
+}
+
+// Where the scales of row m of batch l of a matrix of `rows` rows start.
+HD int64_t scale_row(const gemv_args &g, int64_t rows, int64_t l, int64_t m) {
+    if (g.blocked) return kk__nvfp4_blocked_index((rows + 127) / 128, g.col_blocks, l, m, 0);
+    return (l * rows + m) * (g.K / 16);
+}
+
+// ---- decoding: one 32-bit word = 8 e2m1 elements -> 4 half2 ----
+
+template <int V> struct decoder;
+
+template <> struct decoder<0> {
+    // pair k = (element k, element k + 4), times 2^-14
+    static HD void run(uint32_t x, uint32_t h[4]) {
+        h[0] = ((x << 9) & 0x0E000E00u) | ((x << 12) & 0x80008000u);
+        h[1] = ((x << 5) & 0x0E000E00u) | ((x << 8) & 0x80008000u);
+        h[2] = ((x << 1) & 0x0E000E00u) | ((x << 4) & 0x80008000u);
+        h[3] = ((x >> 3) & 0x0E000E00u) | (x & 0x80008000u);
+    }
+    static constexpr float inv_scale = 16384.0f; // 2^14: a's decoded values are a * 2^-14
+    static constexpr bool b_true = true;          // b is multiplied back to its value
+};
+
+template <> struct decoder<1> {
+    // nibble s.eem -> e4m3 byte s.0eem.00 (value times 2^-6), then pairs to half2
+    static HD uint32_t pair(uint32_t bytes2) {
+        const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)bytes2, __NV_E4M3);
+        return (uint32_t)r.x | (uint32_t)r.y << 16;
+    }
+    static HD void run(uint32_t x, uint32_t h[4]) {
+        const uint32_t even = ((x << 2) & 0x1C1C1C1Cu) | ((x << 4) & 0x80808080u);
+        const uint32_t odd = ((x >> 2) & 0x1C1C1C1Cu) | (x & 0x80808080u);
+        h[0] = pair(even & 0xFFFFu);
+        h[1] = pair(even >> 16);
+        h[2] = pair(odd & 0xFFFFu);
+        h[3] = pair(odd >> 16);
+    }
+    static constexpr float inv_scale = 4096.0f; // a and b both times 2^-6
+    static constexpr bool b_true = false;
+};
+
+// The bits of a half2. On the device a reinterpretation (a register, no code;
+// going through __half2_raw's two shorts costs a PRMT each).
+HD __half2 as_h2(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return *reinterpret_cast<const __half2 *>(&u);
+#else
+    __half2_raw r;
+    r.x = (unsigned short)(u & 0xFFFFu);
+    r.y = (unsigned short)(u >> 16);
+    return __half2(r);
+#endif
+}
+
+// a*b + c. Every product and sum here is exact, so the host's mul-then-add
+// gives the device's fma bits.
+HD __half2 hfma2(__half2 a, __half2 b, __half2 c) {
+#ifdef __CUDA_ARCH__
+    return __hfma2(a, b, c);
+#else
+    return __hadd2(__hmul2(a, b), c);
+#endif
+}
+
+// b's 32 elements of one chunk, decoded: 4 words x 4 half2.
+template <int V> HD void decode_b(uint4 v, __half2 bd[16]) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+UNROLL
+    for (int i = 0; i < 4; i++) {
+        uint32_t h[4];
+        decoder<V>::run(w[i], h);
+UNROLL
+        for (int k = 0; k < 4; k++) {
+            bd[4 * i + k] = as_h2(h[k]);
+            if (decoder<V>::b_true)
+                bd[4 * i + k] = __hmul2(bd[4 * i + k], __float2half2_rn(16384.0f));
+        }
+    }
+}
+
+// Two blocks' exact dot products (times the decoder's scale) of one chunk of a.
+template <int V> HD float2 chunk_dots(uint4 v, const __half2 bd[16]) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    float dots[2];
+UNROLL
+    for (int blk = 0; blk < 2; blk++) {
+        __half2 acc = __float2half2_rn(0.0f);
+UNROLL
+        for (int i = 0; i < 2; i++) {
+            uint32_t h[4];
+            decoder<V>::run(w[2 * blk + i], h);
+UNROLL
+            for (int k = 0; k < 4; k++) acc = hfma2(as_h2(h[k]), bd[4 * (2 * blk + i) + k], acc);
+        }
+        dots[blk] = __low2float(acc) + __high2float(acc); // exact
+    }
+    return make_float2(dots[0], dots[1]);
+}
+
+HD float2 scale_pair(uint32_t two_e4m3) {
+    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)two_e4m3, __NV_E4M3);
+    return __half22float2(__half2(r)); // e4m3 values (NaN included) are exact in f16
+}
+
+// ---- one warp's work ----
+
+// Row i of a unit is row m0 + row_of(i): kPairs neighbours in each of the 4
+// 32-row bands of a 128-row group. In the blocked layout those rows' scales
+// of a column lie in one 32-byte sector (bytes (m%32)*16 + band*4), so the
+// unit's scale loads share sectors. Rows past M are not read and not written.
+template <int R> HD int64_t row_of(int i) {
+    return i % unit_shape<R>::pairs + 32 * (i / unit_shape<R>::pairs);
+}
+
+template <int R> struct unit_rows {
+    int64_t l, m0;
+    bool valid[R];
+};
+
+template <int R> HD unit_rows<R> locate(const gemv_args &g, int64_t unit) {
+    constexpr int64_t per_group = kGroupRows / R;
+    const int64_t units_per_batch = (g.M + kGroupRows - 1) / kGroupRows * per_group;
+    unit_rows<R> q;
+    q.l = unit / units_per_batch;
+    const int64_t uu = unit % units_per_batch;
+    q.m0 = uu / per_group * kGroupRows + uu % per_group * unit_shape<R>::pairs;
+    for (int i = 0; i < R; i++) q.valid[i] = q.m0 + row_of<R>(i) < g.M;
+    return q;
+}
+
+// One lane's sums over its chunks (slice s of K) for the unit's rows.
+template <int V, int R>
+HD void lane_sums(const gemv_args &g, const unit_rows<R> &q, uint32_t s, uint32_t lane,
+                  float acc[R]) {
+    constexpr int kRows = R, kUnroll = unit_shape<R>::unroll, kPairs = unit_shape<R>::pairs;
+    const int64_t row_bytes = g.K / 2;
+    const uint32_t chunks = (uint32_t)(g.K / 32); // K <= 2^24
+    // One base each for a and its scales; row i's offsets are constants times
+    // two strides (blocked: a row 1 apart is 16 bytes on, a band 4 bytes on).
+    const uint8_t *a0 = g.a + (q.l * g.M + q.m0) * row_bytes;
+    const uint8_t *sa0 = g.sa + scale_row(g, g.M, q.l, q.m0);
+    const int64_t sa_row = g.blocked ? 16 : g.K / 16, sa_band = g.blocked ? 4 : 32 * (g.K / 16);
+    UNROLL
+    for (int i = 0; i < kRows; i++) acc[i] = 0.0f;
+    const uint8_t *brow = g.b + q.l * row_bytes, *sbrow = g.sb + scale_row(g, 1, q.l, 0);
+    const uint32_t stride = 32u * (uint32_t)g.split;
+    for (uint32_t c0 = s * 32u + lane; c0 < chunks; c0 += stride * kUnroll) {
+        uint4 av[kUnroll][kRows], bv[kUnroll];
+        uint32_t sav[kUnroll][kRows], sbv[kUnroll];
+        // every load of this step first, then the arithmetic
+UNROLL
+        for (int u = 0; u < kUnroll; u++) {
+            const uint32_t chunk = c0 + u * stride;
+            const bool in = chunk < chunks;
+            const uint32_t so = scale_step(g.blocked, chunk);
+            bv[u] = in ? load_cached(brow + 16 * (size_t)chunk) : make_uint4(0, 0, 0, 0);
+            sbv[u] = in ? load_u16(sbrow + so) : 0u;
+UNROLL
+            for (int i = 0; i < kRows; i++) {
+                const bool live = in && q.valid[i];
+                av[u][i] = live ? load_stream(a0 + row_of<R>(i) * row_bytes + 16 * (size_t)chunk)
+                                 : make_uint4(0, 0, 0, 0);
+                const uint8_t *sa_i = sa0 + (i % kPairs) * sa_row + (i / kPairs) * sa_band;
+                sav[u][i] = live ? load_u16(sa_i + so) : 0u;
+            }
+        }
+UNROLL
+        for (int u = 0; u < kUnroll; u++) {
+            __half2 bd[16];
+            decode_b<V>(bv[u], bd);
+            const float2 sbf = scale_pair(sbv[u]);
+UNROLL
+            for (int i = 0; i < kRows; i++) {
+                const float2 d = chunk_dots<V>(av[u][i], bd);
+                const float2 saf = scale_pair(sav[u][i]);
+                acc[i] = fmaf(d.x, saf.x * sbf.x, acc[i]); // exact product, one rounding
+                acc[i] = fmaf(d.y, saf.y * sbf.y, acc[i]);
+            }
+        }
+    }
+}
+
+// The row's f16: undo the decoder's power of two (exact), global scales, round.
+template <int V> HD uint16_t finish(const gemv_args &g, float sum, float gscale) {
+    const float v = sum * decoder<V>::inv_scale * gscale;
+#ifdef __CUDA_ARCH__
+    return kk_convert::f32bits_to_f16(__float_as_uint(v));
+#else
+    return kk_f32_to_f16(v);
+#endif
+}
+
+template <int V, int R>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks<R>()) nvfp4_gemv_kernel(gemv_args g) {
+    constexpr int kRows = R;
+    __shared__ float partial[kWarps][kRows];
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t s = warp % g.split; // this warp's slice of K
+    const unit_rows<R> q = locate<R>(g, (int64_t)blockIdx.x * (kWarps / g.split) + warp / g.split);
+    float acc[kRows];
+    lane_sums<V, R>(g, q, s, lane, acc);
+UNROLL
+    for (int i = 0; i < kRows; i++)
+UNROLL
+        for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
+
+    if (g.split > 1) { // add the slices of K through shared memory, in slice order
+        if (lane == 0)
+UNROLL
+            for (int i = 0; i < kRows; i++) partial[warp][i] = acc[i];
+        __syncthreads();
+        if (s != 0) return;
+UNROLL
+        for (int i = 0; i < kRows; i++) {
+            float sum = 0.0f;
+            for (int w = 0; w < g.split; w++) sum += partial[warp + w][i];
+            acc[i] = sum;
+        }
+    }
+    const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
+UNROLL
+    for (int i = 0; i < kRows; i++)
+        if (lane == (uint32_t)i && q.valid[i])
+            g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<V>(g, acc[i], gscale);
+}
+
+// Warps per unit: split K until there are enough CTAs to fill the GPU (16 per
+// SM: two rounds of 8 resident), keeping >= 1 KiB of a row per warp.
+int choose_split(int64_t units, int64_t chunks, int sms) {
+    int s = 1;
+    while (s < kWarps && chunks >= 64 * s && units * s / kWarps < 16 * (int64_t)sms) s *= 2;
+    return s;
+}
+
+// The kernel's arguments from checked tensors on `kind`; the grid in *blocks.
+kk_status make_args(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind kind, int sms,
+                    int rows, gemv_args *g, int64_t *blocks) {
+    kk_status st = kk__nvfp4_gemv_check(p, t, kind);
+    if (st != KK_OK) return st;
+    const int global = (int)p->i[KK__GEMV_GLOBAL];
+    g->M = p->i[KK__GEMV_M];
+    g->K = p->i[KK__GEMV_K];
+    g->L = p->i[KK__GEMV_L];
+    g->blocked = p->i[KK__GEMV_LAYOUT] == KK__GEMV_BLOCKED;
+    g->col_blocks = (g->K / 16 + 3) / 4;
+    g->a = static_cast<const uint8_t *>(t[0]->data);
+    g->b = static_cast<const uint8_t *>(t[1]->data);
+    g->sa = static_cast<const uint8_t *>(t[2]->data);
+    g->sb = static_cast<const uint8_t *>(t[3]->data);
+    g->ga = global ? static_cast<const float *>(t[4]->data) : NULL;
+    g->gb = global ? static_cast<const float *>(t[5]->data) : NULL;
+    g->c = static_cast<uint16_t *>(t[global ? 6 : 4]->data);
+    // 16-byte loads of a and b, 2-byte loads of the scales
+    static const char *const names[4] = {"a", "b", "sa", "sb"};
+    static const uintptr_t align[4] = {16, 16, 2, 2};
+    for (int k = 0; k < 4; k++)
+        if ((uintptr_t)t[k]->data % align[k] != 0)
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "nvfp4_gemv", names[k],
+                                 k < 2 ? "data aligned to 16 bytes" : "data aligned to 2 bytes",
+                                 "%p", t[k]->data);
+    const int64_t units = g->L * ((g->M + kGroupRows - 1) / kGroupRows) * (kGroupRows / rows);
+    g->split = choose_split(units, g->K / 32, sms);
+    *blocks = units * g->split / kWarps; // units is a multiple of 16
+    if (*blocks > 0x7FFFFFFF)
+        return kk__error(KK_ERR_UNSUPPORTED, "nvfp4_gemv", "%lld CTAs exceed the grid limit",
+                         (long long)*blocks);
+    return KK_OK;
+}
+
+// The grid on the host: every lane of every warp, the butterfly of
+// __shfl_xor_sync (a + b is commutative, so every lane ends with the same
+// bits), then the slices in order, as the kernel does.
+template <int V, int R> void emulate(const gemv_args &g, int64_t blocks) {
+    constexpr int kRows = R;
+    const float gscale = g.ga ? *g.ga * *g.gb : 1.0f;
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        float partial[kWarps][kRows];
+        unit_rows<R> qs[kWarps];
+        for (int warp = 0; warp < kWarps; warp++) {
+            qs[warp] = locate<R>(g, blk * (kWarps / g.split) + warp / g.split);
+            float v[32][kRows];
+            for (uint32_t lane = 0; lane < 32; lane++)
+                lane_sums<V, R>(g, qs[warp], (uint32_t)(warp % g.split), lane, v[lane]);
+            for (int off = 16; off > 0; off >>= 1) {
+                float nv[32][kRows];
+                for (int lane = 0; lane < 32; lane++)
+                    for (int i = 0; i < kRows; i++) nv[lane][i] = v[lane][i] + v[lane ^ off][i];
+                memcpy(v, nv, sizeof v);
+            }
+            for (int i = 0; i < kRows; i++) partial[warp][i] = v[0][i];
+        }
+        for (int warp = 0; warp < kWarps; warp += g.split)
+            for (int i = 0; i < kRows; i++) {
+                float sum = partial[warp][i];
+                if (g.split > 1) {
+                    sum = 0.0f;
+                    for (int w = 0; w < g.split; w++) sum += partial[warp + w][i];
+                }
+                if (qs[warp].valid[i])
+                    g.c[qs[warp].l * g.M + qs[warp].m0 + row_of<R>(i)] =
+                        finish<V>(g, sum, gscale);
+            }
+    }
+}
+
+// KK_NVFP4_GEMV_VARIANT=0|1 (decoder), KK_NVFP4_GEMV_ROWS=4|8 (rows per warp):
+// tuning switches, read at each launch; anything else is the default (0, 8).
+int env_choice(const char *name, int a, int b, int def) {
+    const char *v = getenv(name);
+    if (!v) return def;
+    const int x = atoi(v);
+    return x == a || x == b ? x : def;
+}
+
+// One of the four instantiations, on the host or as a launch.
+template <int V, int R> kk_status launch(const gemv_args &g, int64_t blocks, cudaStream_t s) {
+    nvfp4_gemv_kernel<V, R><<<(unsigned)blocks, kWarps * 32, 0, s>>>(g);
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return KK_OK;
+    return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
+                          cudaGetErrorString(e), "kernel launch failed (%lld CTAs)",
+                          (long long)blocks);
+}
+
+} // namespace
+
+extern "C" kk_status kk__nvfp4_gemv_cuda(const kk_op_params *p, kk_tensor *const *t,
+                                         kk_stream stream) {
+    int device = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess)
+        return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
+                              cudaGetErrorString(e), "reading the SM count failed");
+    const int variant = env_choice("KK_NVFP4_GEMV_VARIANT", 0, 1, 0);
+    const int rows = env_choice("KK_NVFP4_GEMV_ROWS", 4, 8, 8);
+    gemv_args g;
+    int64_t blocks = 0;
+    kk_status st = make_args(p, t, KK_BACKEND_CUDA, sms, rows, &g, &blocks);
+    if (st != KK_OK) return st;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (rows == 4) return variant ? launch<1, 4>(g, blocks, s) : launch<0, 4>(g, blocks, s);
+    return variant ? launch<1, 8>(g, blocks, s) : launch<0, 8>(g, blocks, s);
+}
+
+// The CUDA kernel's arithmetic on CPU tensors, as a grid for a GPU of `sms`
+// SMs would compute it (same split, same order of every sum): the GPU's bits.
+// For tests without a GPU; slow (every lane in turn).
+extern "C" kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms,
+                                            int variant, int rows) {
+    if (rows != 4 && rows != 8)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk__nvfp4_gemv_emulate", "rows", "4 or 8",
+                             "%d", rows);
+    gemv_args g;
+    int64_t blocks = 0;
+    kk_status st = make_args(p, t, KK_BACKEND_CPU, sms < 1 ? 1 : sms, rows, &g, &blocks);
+    if (st != KK_OK) return st;
+    if (rows == 4)
+        variant == 1 ? emulate<1, 4>(g, blocks) : emulate<0, 4>(g, blocks);
+    else
+        variant == 1 ? emulate<1, 8>(g, blocks) : emulate<0, 8>(g, blocks);
+    return KK_OK;
+}

@@ -1,0 +1,68 @@
+/* Internal: the `rope` op's registry row (src/harness/op_rope.c) and its CPU
+ * kernel (src/cpu/rope_cpu.c).
+ *
+ * Rotary position embedding of x [B, H, S, D] into y (same shape), as HF
+ * transformers applies it: position p = offset + s, frequency
+ * f_i = theta^(-2i/R) for i < R/2 (R = rotary_dim, 0 = D), angle p * f_i, and
+ * each pair (a, b) rotated to (a cos - b sin, b cos + a sin). style neox pairs
+ * element i with i + R/2 (rotate_half, GPT-NeoX and LLaMA in HF), gptj pairs
+ * 2i with 2i + 1 (interleaved, GPT-J). Dimensions R..D-1 are copied. */
+#ifndef KK_HARNESS_OP_ROPE_H
+#define KK_HARNESS_OP_ROPE_H
+
+#include "kernelkit/harness.h"
+
+enum {
+    KK__ROPE_B,
+    KK__ROPE_H,
+    KK__ROPE_S,
+    KK__ROPE_D,
+    KK__ROPE_ROTARY,
+    KK__ROPE_OFFSET,
+    KK__ROPE_THETA,
+    KK__ROPE_STYLE,
+    KK__ROPE_DTYPE,
+    KK__ROPE_NPARAMS
+};
+enum { KK__ROPE_NEOX, KK__ROPE_GPTJ };
+
+extern const kk_op_param kk__rope_params[KK__ROPE_NPARAMS];
+kk_status kk__rope_validate(const kk_op_params *p);
+int kk__rope_describe(const kk_op_params *p, kk_op_tensor *out);
+double kk__rope_flops(const kk_op_params *p);
+kk_status kk__rope_reference(const kk_op_params *p, const double *const *in, double *const *out);
+kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+/* R: rotary_dim, or D when it is 0. */
+int64_t kk__rope_rotary_dim(const kk_op_params *p);
+
+/* Tolerances. Each output is a cos - b sin (or a copy). The angles are exact
+ * in the kernel (computed in f64: p * f reaches 1.7e7 rad, and an f32
+ * angle is off by up to 1/32 rad at 10^6 rad), cos and sin are rounded to
+ * f32 once, and the two products and the sum add about 3u (|a| + |b|):
+ * 2e-6 for |x| <= 5 in f32
+ * (u = 2^-24), so f32 allows atol 1e-5 (the sum may cancel to near zero) and
+ * rtol 1e-5. f16 and bf16 are dominated by the rounding of y and take the
+ * float ops' rows (rtol about 4u). Pairs of the other style, or a wrong
+ * frequency, move outputs by O(|x|) and fail all three. */
+#define KK__ROPE_TOLERANCES                                                                        \
+    .ntolerances = 3,                                                                              \
+    .tolerances = {                                                                                \
+        {.dtype = KK_DTYPE_F32, .atol = 1e-5, .rtol = 1e-5, .l2 = 1e-5,                            \
+         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
+        {.dtype = KK_DTYPE_F16, .atol = 1e-3, .rtol = 2e-3, .l2 = 5e-3,                            \
+         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
+        {.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 1.6e-2, .l2 = 1e-2,                         \
+         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}                                           \
+    }
+
+#define KK__ROPE_ROW                                                                               \
+    {                                                                                              \
+        .name = "rope",                                                                            \
+        .summary = "rotary embedding of x [B,H,S,D] at positions offset+s; neox or gptj pairs",    \
+        .nparams = KK__ROPE_NPARAMS, .params = kk__rope_params, .validate = kk__rope_validate,     \
+        .describe = kk__rope_describe, .flops = kk__rope_flops, .bytes = kk__op_bytes_io,          \
+        .reference = kk__rope_reference, KK__ROPE_TOLERANCES,                                      \
+        .kernels = {[KK_BACKEND_CPU] = kk__rope_cpu }                                              \
+    }
+
+#endif

@@ -1,0 +1,258 @@
+/* labels: unit cpu */
+/* The CPU gemm and linear kernels (src/cpu/gemm_cpu.c, linear_cpu.c): run
+ * through kk_op_run by the harness's runner on odd shapes, every dtype and
+ * activation, against the float64 reference with the op's tolerance; with
+ * blocks and panels small enough that every block edge is crossed; and the
+ * same checker failing deliberately wrong kernels. Then the accuracy of the
+ * vectorizable exp/erf/GELU/SiLU of cpu_gemm_internal.h against libm. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu/cpu_gemm_internal.h"
+#include "harness/harness_internal.h"
+#include "harness/op_kernels.h"
+#include "kernelkit/harness_run.h"
+
+/* Run `params` of `row` (a registry row or a copy with another kernel) as a
+ * harness case: seeded inputs, poisoned outputs, the kernel through kk_op_run,
+ * the check against the reference with the row's tolerance. */
+static kk_case_result run_case(const kk_op *row, const char *params, uint64_t seed) {
+    kk_case c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test/%s", row->name);
+    kk_assert_ok(kk_op_params_parse(row, params, &c.params));
+    c.seed = seed;
+    c.dist = KK_DIST_FULL;
+    kk_run_options o = {.device = "cpu"};
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(&c, &o, &r));
+    return r;
+}
+
+static const kk_op *find(const char *name) {
+    const kk_op *op = NULL;
+    kk_assert_ok(kk_op_find(name, &op));
+    return op;
+}
+
+static void expect_pass(const kk_op *row, const char *params, uint64_t seed) {
+    const kk_case_result r = run_case(row, params, seed);
+    if (r.status != KK_CASE_PASS)
+        fail_msg("%s %s: %s %s", row->name, params, kk_case_status_name(r.status), r.message);
+}
+
+static void expect_fail(const kk_op *row, const char *params, uint64_t seed) {
+    const kk_case_result r = run_case(row, params, seed);
+    if (r.status != KK_CASE_FAIL)
+        fail_msg("wrong %s kernel passed %s: %s (rel_l2 %g)", row->name, params,
+                 kk_case_status_name(r.status), r.rel_l2_err);
+}
+
+static const char *const dtypes[] = {"f32", "f16", "bf16"};
+static const char *const acts[] = {"none", "relu", "gelu_erf", "gelu_tanh", "silu", "swiglu"};
+
+static void gemm_odd_shapes(void **state) {
+    (void)state;
+    static const char *const shapes[] = {"M=1 N=1 K=1", "M=37 N=3 K=129", "M=1 N=2500 K=7",
+                                         "M=129 N=65 K=300", "M=300 N=17 K=1"};
+    for (size_t d = 0; d < 3; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            char text[128];
+            snprintf(text, sizeof text, "%s dtype=%s", shapes[s], dtypes[d]);
+            expect_pass(find("gemm"), text, 100 + s);
+        }
+}
+
+static void linear_every_activation(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 3; d++)
+        for (size_t a = 0; a < 6; a++)
+            for (int bias = 0; bias < 2; bias++) {
+                char text[160];
+                snprintf(text, sizeof text, "M=%d N=%d K=%d bias=%d activation=%s dtype=%s",
+                         17 + (int)a, 2100 + (int)d, 33, bias, acts[a], dtypes[d]);
+                expect_pass(find("linear"), text, 7 * a + d + 1000u * (unsigned)bias);
+            }
+}
+
+/* Blocks of 5 rows and panels of 7 weight rows: every product is cut into
+ * pieces whose edges fall anywhere, for every dtype and for both weights of
+ * SwiGLU; with M = 1 the one row is split into epilogue chunks instead. */
+static void every_block_edge(void **state) {
+    (void)state;
+    kk__cpu_gemm_set_blocking(5, 7);
+    for (size_t d = 0; d < 3; d++) {
+        char text[160];
+        snprintf(text, sizeof text, "M=23 N=31 K=19 dtype=%s", dtypes[d]);
+        expect_pass(find("gemm"), text, 1 + d);
+        snprintf(text, sizeof text, "M=23 N=31 K=19 bias=1 activation=swiglu dtype=%s", dtypes[d]);
+        expect_pass(find("linear"), text, 11 + d);
+        snprintf(text, sizeof text, "M=11 N=9 K=40 bias=1 activation=gelu_erf dtype=%s", dtypes[d]);
+        expect_pass(find("linear"), text, 21 + d);
+    }
+    kk__cpu_gemm_set_blocking(0, 0);
+    expect_pass(find("linear"), "M=1 N=4500 K=9 bias=1 activation=silu dtype=bf16", 31);
+}
+
+/* Thread counts do not change the answer beyond the tolerance: 1 and 3. */
+static void any_thread_count(void **state) {
+    (void)state;
+    const int before = kk_cpu_num_threads();
+    for (int n = 1; n <= 3; n += 2) {
+        kk_assert_ok(kk_cpu_set_num_threads(n));
+        expect_pass(find("linear"), "M=70 N=45 K=64 bias=1 activation=gelu_tanh dtype=f32", 5);
+        expect_pass(find("gemm"), "M=70 N=45 K=64 dtype=bf16", 6);
+    }
+    kk_assert_ok(kk_cpu_set_num_threads(before));
+}
+
+/* ---- wrong kernels: the same checker must fail them ---- */
+
+/* gelu_tanh where gelu_erf is asked: they differ by at most 4.7e-4. */
+static void tanh_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
+                     int64_t cols) {
+    const float *bias = job->ctx;
+    for (int64_t j = 0; j < cols; j++)
+        c[0][j] = kk__gelu_tanh(c[0][j] + bias[n0 + j]);
+    (void)m;
+}
+
+static kk_status wrong_gelu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    (void)s;
+    const kk__gemm_job job = {.M = p->i[KK__LIN_M],
+                              .N = p->i[KK__LIN_N],
+                              .K = p->i[KK__LIN_K],
+                              .a = t[0]->data,
+                              .a_dtype = KK_DTYPE_F32,
+                              .b = {t[1]->data},
+                              .b_dtype = KK_DTYPE_F32,
+                              .nweights = 1,
+                              .c_direct = t[3]->data,
+                              .row = tanh_row,
+                              .ctx = t[2]->data};
+    return kk__cpu_gemm_run(&job, "wrong_gelu");
+}
+
+/* The last column of every epilogue piece is never written (poison stays). */
+static void short_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
+                      int64_t cols) {
+    kk__cpu_store_row(c[0], ((kk_tensor *)job->ctx)->data, KK_DTYPE_BF16, m * job->N + n0,
+                      cols - 1);
+}
+
+static kk_status wrong_short(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    (void)s;
+    const kk__gemm_job job = {.M = p->i[KK__GEMM_M],
+                              .N = p->i[KK__GEMM_N],
+                              .K = p->i[KK__GEMM_K],
+                              .a = t[0]->data,
+                              .a_dtype = KK_DTYPE_BF16,
+                              .b = {t[1]->data},
+                              .b_dtype = KK_DTYPE_BF16,
+                              .nweights = 1,
+                              .row = short_row,
+                              .ctx = t[2]};
+    return kk__cpu_gemm_run(&job, "wrong_short");
+}
+
+/* The real kernel with the SwiGLU weights swapped (gate <-> up). */
+static kk_status wrong_swiglu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_tensor *swapped[KK_OP_MAX_TENSORS];
+    memcpy(swapped, t, sizeof swapped);
+    swapped[1] = t[2];
+    swapped[2] = t[1];
+    return kk__linear_cpu(p, swapped, s);
+}
+
+/* The real kernel told K - 1: each sum misses a term, and a and b are read
+ * with the wrong row stride. */
+static kk_status wrong_k(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_op_params q = *p;
+    q.i[KK__GEMM_K] -= 1;
+    kk_tensor *v[3];
+    kk_assert_ok(kk_tensor_wrap("cpu", t[0]->dtype, 2,
+                                (int64_t[]){q.i[KK__GEMM_M], q.i[KK__GEMM_K]}, NULL, t[0]->data,
+                                &v[0]));
+    kk_assert_ok(kk_tensor_wrap("cpu", t[1]->dtype, 2,
+                                (int64_t[]){q.i[KK__GEMM_N], q.i[KK__GEMM_K]}, NULL, t[1]->data,
+                                &v[1]));
+    v[2] = t[2];
+    kk_status st = kk__gemm_cpu(&q, v, s);
+    kk_tensor_destroy(v[0]);
+    kk_tensor_destroy(v[1]);
+    return st;
+}
+
+static kk_op with_kernel(const char *name, kk_op_kernel_fn fn) {
+    kk_op row = *find(name);
+    memset(row.kernels, 0, sizeof row.kernels);
+    row.kernels[KK_BACKEND_CPU] = fn;
+    return row;
+}
+
+static void wrong_kernels_fail(void **state) {
+    (void)state;
+    kk_op row = with_kernel("linear", wrong_gelu);
+    expect_fail(&row, "M=40 N=50 K=64 bias=1 activation=gelu_erf dtype=f32", 3);
+    expect_pass(&row, "M=40 N=50 K=64 bias=1 activation=gelu_tanh dtype=f32", 3); /* it is tanh */
+    row = with_kernel("gemm", wrong_short);
+    const kk_case_result r = run_case(&row, "M=9 N=30 K=8 dtype=bf16", 4);
+    assert_int_equal(r.status, KK_CASE_FAIL);
+    assert_int_equal(r.outputs[0].check.nonfinite_count, 9); /* one per row */
+    row = with_kernel("linear", wrong_swiglu);
+    for (size_t d = 0; d < 3; d++) {
+        char text[128];
+        snprintf(text, sizeof text, "M=8 N=16 K=32 bias=0 activation=swiglu dtype=%s", dtypes[d]);
+        expect_fail(&row, text, 5 + d);
+    }
+    row = with_kernel("gemm", wrong_k);
+    expect_fail(&row, "M=20 N=21 K=300 dtype=f32", 6);
+}
+
+/* ---- the vectorizable math against libm ---- */
+
+static void math_matches_libm(void **state) {
+    (void)state;
+    double erf_abs = 0, exp_rel = 0, gelu_rel = 0, tanh_rel = 0, silu_rel = 0;
+    for (double x = -20.0; x <= 20.0; x += 1.0 / 4096) {
+        const float f = (float)x;
+        const double xd = f, s2pi = 0.7978845608028654;
+        erf_abs = fmax(erf_abs, fabs(kk__erff(f) - erf(xd)));
+        /* erfc and exp forms: 1 + erf and 1 + tanh cancel in double too */
+        const double gelu = 0.5 * xd * erfc(-xd / sqrt(2.0));
+        const double gtanh = xd / (1.0 + exp(-2.0 * s2pi * (xd + 0.044715 * xd * xd * xd)));
+        const double silu = xd / (1.0 + exp(-xd));
+        if (fabs(xd) <= 12.0 && fabs(gelu) > 0.0)
+            gelu_rel = fmax(gelu_rel, fabs(kk__gelu_erf(f) - gelu) / fabs(gelu));
+        assert_true(fabs(kk__gelu_erf(f) - gelu) <= 1e-30 + 2e-5 * fabs(gelu));
+        if (fabs(gtanh) > 1e-30)
+            tanh_rel = fmax(tanh_rel, fabs(kk__gelu_tanh(f) - gtanh) / fabs(gtanh));
+        if (fabs(silu) > 1e-30) silu_rel = fmax(silu_rel, fabs(kk__silu(f) - silu) / fabs(silu));
+    }
+    for (double x = -87.0; x <= 88.0; x += 1.0 / 1024)
+        exp_rel =
+            fmax(exp_rel, fabs(kk__expf((float)x) - exp((double)(float)x)) / exp((double)(float)x));
+    print_message("erf max abs %.3g, exp max rel %.3g, gelu_erf %.3g, gelu_tanh %.3g, silu %.3g\n",
+                  erf_abs, exp_rel, gelu_rel, tanh_rel, silu_rel);
+    assert_true(erf_abs < 5e-7);  /* measured 3.4e-7, near 0 where 1 - erfc cancels */
+    assert_true(exp_rel < 2e-7);  /* measured 7.8e-8 */
+    assert_true(gelu_rel < 2e-5); /* 1.7e-5 at x = -11.6: the f32 rounding of z^2 */
+    assert_true(tanh_rel < 2e-5);
+    assert_true(silu_rel < 1e-6);
+    /* NaN stays NaN (and never reaches an int conversion); right limits */
+    assert_true(isnan(kk__gelu_erf(NAN)) && isnan(kk__gelu_tanh(NAN)) && isnan(kk__silu(NAN)));
+    assert_true(kk__gelu_erf(100.0f) == 100.0f && kk__gelu_erf(-100.0f) == 0.0f);
+    assert_true(kk__silu(-1000.0f) <= 0.0f && kk__silu(1000.0f) == 1000.0f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gemm_odd_shapes),    cmocka_unit_test(linear_every_activation),
+        cmocka_unit_test(every_block_edge),   cmocka_unit_test(any_thread_count),
+        cmocka_unit_test(wrong_kernels_fail), cmocka_unit_test(math_matches_libm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
