@@ -5,7 +5,7 @@
 # Results go under $OUT (the device tool's output folder), or /tmp/kk-out.
 set -uo pipefail
 # The device tool brings back at most 8 files: logs go into one tarball.
-RESULTS=${OUT:-/tmp/kk-out}
+export RESULTS=${OUT:-/tmp/kk-out}
 OUT=/tmp/kk-logs
 mkdir -p "$RESULTS" "$OUT"
 trap 'tar czf "$RESULTS/device-logs.tgz" -C /tmp kk-logs; cp "$OUT"/info.json "$RESULTS"/ 2>/dev/null' EXIT
@@ -18,9 +18,16 @@ nvidia-smi -q -d CLOCK,POWER,TEMPERATURE,PERFORMANCE > "$OUT/nvidia-smi-q.txt" 2
 
 echo "== build"
 commit=$(cat .commit 2>/dev/null || echo "")
+# OpenBLAS's library is the machine's own (any name the loader knows), its
+# headers came in .deps/include/openblas (export-gpu-tree.sh).
+openblas_lib=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
+# ...or, on a machine without one, the copy that travelled in .deps/lib.
+[ -n "$openblas_lib" ] || openblas_lib=$deps/lib/libopenblas.so.0
+echo "OpenBLAS: $openblas_lib"
 cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DKK_GIT_COMMIT_OVERRIDE="$commit" \
   -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
   -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
+  -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$openblas_lib" \
   > "$OUT/build.log" 2>&1 &&
 cmake --build $build -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 

@@ -15,4 +15,12 @@ for lib in libcjson.so.1 libcmocka.so.0; do
   cp "$src" ".gpu-tree/.deps/lib/$lib"
   cp "$src" ".gpu-tree/.deps/lib/${lib%.*}"   # the unversioned name the linker wants
 done
+# OpenBLAS (the CPU GEMM): the GPU machine has its shared library but maybe not
+# its headers, so only the headers travel (the library is 36 MB);
+# device-check.sh finds the library there.
+cfg=$( (ls /usr/include/*/openblas_config.h /usr/include/openblas_config.h 2>/dev/null || true) | head -1)
+[ -n "$cfg" ] || { echo "OpenBLAS headers not found: apt-get install libopenblas-dev" >&2; exit 1; }
+ob=$(dirname "$(readlink -f "$cfg")")
+mkdir -p .gpu-tree/.deps/include/openblas
+cp "$ob/cblas.h" "$ob/openblas_config.h" .gpu-tree/.deps/include/openblas/
 echo "exported $(cat .gpu-tree/.commit) to .gpu-tree/ ($(du -sh .gpu-tree | cut -f1))"
