@@ -34,7 +34,6 @@ static kk_status check_tensor(const kk_op_params *p, const kk_op_tensor *want,
   if (!t)
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
                          "a tensor", "NULL");
-  shape_text(want->shape, want->ndim, expected, sizeof expected);
   if (t->dtype != want->dtype) {
     char e[224];
     snprintf(e, sizeof e, "dtype %s", kk_dtype_name(want->dtype));
@@ -47,6 +46,8 @@ static kk_status check_tensor(const kk_op_params *p, const kk_op_tensor *want,
   /* Any shape with the right count is accepted when the op's own shape has
    * one dimension (a flat [n]), as convert's. */
   if (!same && !(want->ndim == 1 && kk_tensor_numel(t) == want->numel)) {
+    /* text only on the error path: this check runs on every call */
+    shape_text(want->shape, want->ndim, expected, sizeof expected);
     shape_text(t->shape, t->ndim, got, sizeof got);
     char e[224];
     snprintf(e, sizeof e, "shape %s", expected);
