@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The CPU backend's measurements of issue 5, side by side in one run:
+#   kernelkit calibrate --device cpu (the CPU's memcpy and read bandwidth, one thread,
+#   stored where kernelkit bench finds them, so every results file carries them as
+#   ceilings); then per round, suite by suite: kernelkit bench of bench/suites/<suite>.json,
+#   PyTorch CPU on the same cases with the same thread count (bench/cpu/torch_cpu.py writes
+#   raw samples) and `kernelkit bench --import` of those samples, so the anchors get
+#   KernelKit's own statistics, environment and FLOP/byte counts. Suites: cpu-linear (f32
+#   Linear + GELU against the plain f32 gemm, i.e. OpenBLAS sgemm alone), cpu-attention,
+#   and cpu-nvfp4 (GPU MODE's nvfp4_gemv test shapes, KernelKit alone: GB/s and share of
+#   the measured read bandwidth). Then a `kernelkit report` of them all and ratios.py.
+# PyTorch is a measuring tool only: it lives in its own virtual environment
+# (bench/cpu/.venv, git-ignored), never in the library or its tests.
+#
+#   bench/cpu/run.sh                  # build/, all cores, 3 rounds of 3 s per benchmark
+#   BUILD=build-bench THREADS=2 BUDGET=3 ROUNDS=3 bench/cpu/run.sh
+#
+# Writes bench/results/cpu/kernelkit-cpu-{linear,attention,nvfp4}-r<round>.json,
+# torch-cpu-{linear,attention}-r<round>.json (imported; the raw samples are not kept),
+# report.md (kernelkit report of them all) and ratios.md (bench/cpu/ratios.py: the ratios
+# docs/backends/cpu.md quotes, each taken within one round).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+THREADS=${THREADS:-$(nproc)}
+BUDGET=${BUDGET:-3}
+ROUNDS=${ROUNDS:-3}
+OUT=${OUT_DIR:-bench/results/cpu}
+VENV=bench/cpu/.venv
+KK=$BUILD/kernelkit
+[ -x "$KK" ] || { echo "run.sh: $KK not found: build first (cmake -S . -B $BUILD && cmake --build $BUILD)" >&2; exit 2; }
+mkdir -p "$OUT"
+
+# ---- PyTorch in its own virtualenv ----
+# PyPI's Linux torch wheel is a CUDA build that pulls GBs of NVIDIA packages. The
+# CPU path needs none of them to run, only to load: install torch without its
+# dependencies plus its few pure-Python ones, and fall back to the full install
+# only when `import torch` cannot load its libraries.
+torch_ok() { "$VENV/bin/python" - <<'EOF' >/dev/null 2>&1
+import torch, torch.nn.functional as F
+x, w = torch.randn(4, 8), torch.randn(3, 8)
+assert torch.allclose(F.linear(x, w), x @ w.T, atol=1e-5)
+EOF
+}
+if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
+if ! torch_ok; then
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q --no-deps torch
+  "$VENV/bin/pip" install -q filelock typing-extensions sympy networkx jinja2 fsspec numpy
+  if ! torch_ok; then
+    echo "run.sh: torch does not load without its CUDA packages here; installing them" >&2
+    "$VENV/bin/pip" install -q torch
+  fi
+  torch_ok || { echo "run.sh: PyTorch does not work in $VENV" >&2; exit 1; }
+fi
+echo "torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'), $THREADS threads, ${BUDGET}s per benchmark"
+
+# ---- the CPU's bandwidth ceilings (kernelkit bench and --import attach them) ----
+"$KK" calibrate --device cpu
+
+# ---- rounds: KernelKit, then PyTorch, suite by suite ----
+# Other work on a shared machine changes the speed over minutes, so each suite is
+# measured ROUNDS times with a short budget, KernelKit and PyTorch back to back,
+# and ratios are only taken within a round (bench/cpu/ratios.py).
+export KK_NUM_THREADS=$THREADS
+suites=(cpu-linear cpu-attention cpu-nvfp4)
+anchored=" cpu-linear cpu-attention "  # suites with a PyTorch anchor
+raw=$(mktemp "${TMPDIR:-/tmp}/torch-cpu-raw.XXXXXX.json")
+trap 'rm -f "$raw"' EXIT
+results=()
+for r in $(seq 1 "$ROUNDS"); do
+  for suite in "${suites[@]}"; do
+    echo "== round $r: $suite (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+    "$KK" bench --device cpu --suite "bench/suites/$suite.json" --time-budget "$BUDGET" \
+      -o "$OUT/kernelkit-$suite-r$r.json"
+    results+=("$OUT/kernelkit-$suite-r$r.json")
+    if [[ $anchored == *" $suite "* ]]; then
+      "$VENV/bin/python" bench/cpu/torch_cpu.py "bench/suites/$suite.json" \
+        --threads "$THREADS" --time-budget "$BUDGET" --output "$raw"
+      "$KK" bench --device cpu --import "$raw" -o "$OUT/torch-$suite-r$r.json"
+      results+=("$OUT/torch-$suite-r$r.json")
+    fi
+  done
+done
+"$KK" report "${results[@]}" --title "KernelKit CPU backend against PyTorch CPU" \
+  --output "$OUT/report.md"
+"$VENV/bin/python" bench/cpu/ratios.py "$OUT" > "$OUT/ratios.md"
+cat "$OUT/ratios.md"
+echo "wrote ${results[*]} $OUT/report.md $OUT/ratios.md"
