@@ -4,8 +4,8 @@
  * odd sizes, sizes at and next to multiples of the usual tiles (16, 64, 128),
  * and uniform sizes. Booleans, enums and dtypes are uniform over their
  * choices. A few ops get fix-ups where the generic draw is poor: attention
- * (Hq a multiple of Hkv, windows and custom scales only sometimes, the usual
- * head dims most of the time), convert (longer vectors), nvfp4_gemv (small L).
+ * (Hq a multiple of Hkv, windows, custom scales and dropout only sometimes,
+ * the usual head dims most of the time), convert (longer vectors), nvfp4_gemv (small L).
  *
  * Default sizes stay small, so the float64 reference takes milliseconds on a
  * CPU: the largest size parameter is halved (odd sizes stay odd) until every
@@ -103,6 +103,12 @@ static void fix_attention(kk__rng *r, kk_op_params *p, int big) {
             kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)sk + 1));
     const int s = kk_op_param_index(p->op, "scale");
     if (s >= 0 && kk__rng_below(r, 8) == 0) p->f[s] = 0.05 + 0.45 * kk__rng_uniform(r);
+    /* dropout in one case of four, with any seed and offset (the Philox
+     * mask's key and counter: the high words matter too) */
+    const int dp = kk_op_param_index(p->op, "dropout");
+    if (dp >= 0) p->f[dp] = kk__rng_below(r, 4) == 0 ? 0.05 + 0.55 * kk__rng_uniform(r) : 0.0;
+    set_int(p, "seed", (int64_t)(kk__rng_next(r) >> 1));
+    set_int(p, "offset", (int64_t)(kk__rng_next(r) >> 1));
 }
 
 static void set_float(kk_op_params *p, const char *name, double v) {
