@@ -15,12 +15,17 @@ for lib in libcjson.so.1 libcmocka.so.0; do
   cp "$src" ".gpu-tree/.deps/lib/$lib"
   cp "$src" ".gpu-tree/.deps/lib/${lib%.*}"   # the unversioned name the linker wants
 done
-# OpenBLAS (the CPU GEMM): the GPU machine has its shared library but maybe not
-# its headers, so only the headers travel (the library is 36 MB);
-# device-check.sh finds the library there.
+# OpenBLAS (the CPU GEMM): the GPU machine may lack its headers (and its
+# library): the headers travel, and device-check.sh uses the machine's own
+# library when ldconfig knows one.
 cfg=$( (ls /usr/include/*/openblas_config.h /usr/include/openblas_config.h 2>/dev/null || true) | head -1)
 [ -n "$cfg" ] || { echo "OpenBLAS headers not found: apt-get install libopenblas-dev" >&2; exit 1; }
 ob=$(dirname "$(readlink -f "$cfg")")
 mkdir -p .gpu-tree/.deps/include/openblas
 cp "$ob/cblas.h" "$ob/openblas_config.h" .gpu-tree/.deps/include/openblas/
+# ...and, for a machine whose loader knows none, the library with the two
+# runtime libraries it needs (device-check.sh uses them only then).
+for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$lib" .gpu-tree/.deps/lib/ 2>/dev/null || true
+done
 echo "exported $(cat .gpu-tree/.commit) to .gpu-tree/ ($(du -sh .gpu-tree | cut -f1))"
