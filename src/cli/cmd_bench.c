@@ -439,21 +439,24 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
 
 /* ---- host overhead (--host-overhead) ---- */
 
-/* The case of each op: the --op/--params one, else the op's first smoke case
- * (small tensors: the checks' cost does not depend on their size). */
+/* The cases: the --op/--params one, else every smoke case of every op with a
+ * kernel on the device; run_host_overhead measures the first of each op that
+ * the kernel takes (small tensors: the checks' cost does not depend on their
+ * size; a kernel may decline some, as CUDA attention declines f32). */
 static int host_overhead_cases(const opts *o, kk_backend_kind kind, case_list *l) {
     if (o->op) return CLI_OK; /* bench_run added it */
     for (int i = 0; i < kk_op_count(); i++) {
         const kk_op *op = kk_op_at(i);
         if (!op->kernels[kind]) continue;
-        kk_case c;
+        kk_case c[64];
         int count = 0;
-        if (kk_suite_cases(1u << KK_SUITE_SMOKE, op, 1, KK_DIST_FULL, &c, 1, &count) != KK_OK ||
-            count == 0)
+        if (kk_suite_cases(1u << KK_SUITE_SMOKE, op, 1, KK_DIST_FULL, c, 64, &count) != KK_OK)
             continue;
-        int rc = add_case(l, c.name, op, NULL, "smoke suite");
-        if (rc != CLI_OK) return rc;
-        l->v[l->n - 1].c = c;
+        for (int k = 0; k < count && k < 64; k++) {
+            int rc = add_case(l, c[k].name, op, NULL, "smoke suite");
+            if (rc != CLI_OK) return rc;
+            l->v[l->n - 1].c = c[k];
+        }
     }
     return CLI_OK;
 }
@@ -496,15 +499,19 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
     kk_bench_environment_free(&env);
     if (st != KK_OK) return cli_fail(CMD, "cannot create the results");
     int ran = 0, failed = 0, bare_done = 0;
+    const kk_op *done = NULL; /* the op last measured */
     for (int i = 0; i < l->n; i++) {
         const kk_op *op = l->v[i].c.params.op;
-        if (o->filter && !strstr(l->v[i].name, o->filter)) continue;
+        if (op == done || (o->filter && !strstr(l->v[i].name, o->filter))) continue;
         kk_bench_measurement dispatch, launch, bare;
         /* the runtime's own launch cost once, as the floor of every op's */
         kk_host_overhead h = {.dispatch = &dispatch, .launch = &launch,
                               .bare = bare_done ? NULL : &bare};
         progress_show(i + 1, l->n, l->v[i].name);
-        if (kk_op_host_overhead(&l->v[i].c, device, 0, 0, &h) != KK_OK) {
+        const kk_status st_h = kk_op_host_overhead(&l->v[i].c, device, 0, 0, &h);
+        const int more = i + 1 < l->n && l->v[i + 1].c.params.op == op;
+        if (st_h == KK_ERR_UNSUPPORTED && more) continue; /* the op's next case */
+        if (st_h != KK_OK) {
             progress_clear();
             fprintf(stderr, "kernelkit " CMD ": host overhead of %s: %s\n", op->name,
                     kk_last_error_message());
@@ -517,6 +524,7 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
             kk_bench_measurement_free(&bare);
             bare_done = 1;
         }
+        done = op;
         ran += add_overhead_entry(r, op->name, "dispatch", &dispatch);
         if (h.has_launch) add_overhead_entry(r, op->name, "dispatch+launch", &launch);
         kk_bench_measurement_free(&dispatch);
