@@ -33,6 +33,19 @@ check host-file      0 '"op":[[:space:]]+"host_overhead"' -- cat "$tmp/h.json"
 check host-every-op  0 "^host-overhead/convert/dispatch" -- "$cli" bench --device cpu --host-overhead
 check host-suite     2 "--host-overhead takes --op or no case" \
       -- "$cli" bench --device cpu --host-overhead --suite smoke
+# --import: samples timed elsewhere become anchors paired with KernelKit's entries
+printf '{"benchmarks": [{"name": "anchor/torch/convert", "op": "convert", "params": "n=1000 src=f32 dst=bf16", "implementation": "torch_x", "samples": [1e-6, 1.2e-6, 0.9e-6], "cold": true}]}' >"$tmp/raw.json"
+check import         0 "anchor/torch/convert +median 1.000 us" -- "$cli" bench --device cpu --import "$tmp/raw.json" -o "$tmp/anchor.json"
+check import-pairs   0 "vs .torch_x." -- bash -c "'$cli' bench --device cpu --op convert --params n=1000 --time-budget 0.2 -o '$tmp/own.json' >/dev/null && '$cli' report '$tmp/own.json' '$tmp/anchor.json' --output '$tmp/pair.md' >/dev/null && cat '$tmp/pair.md'"
+printf '{"benchmarks": [{"name": "a", "op": "convert", "params": "n=0", "implementation": "t", "samples": [1]}]}' >"$tmp/raw2.json"
+check import-params  2 "raw2.json: benchmarks\[0\].params" -- "$cli" bench --device cpu --import "$tmp/raw2.json" -o "$tmp/x.json"
+printf '{"benchmarks": [{"name": "a", "op": "convert", "params": "n=8", "implementation": "kernelkit", "samples": [1]}]}' >"$tmp/raw3.json"
+check import-impl    2 "benchmarks\[0\].implementation" -- "$cli" bench --device cpu --import "$tmp/raw3.json" -o "$tmp/x.json"
+printf '{"benchmarks": [{"name": "a", "op": "convert", "params": "n=8", "implementation": "t", "samples": [1, -2]}]}' >"$tmp/raw4.json"
+check import-sample  2 "benchmarks\[0\].samples\[1\]" -- "$cli" bench --device cpu --import "$tmp/raw4.json" -o "$tmp/x.json"
+check import-no-out  2 "--import needs -o" -- "$cli" bench --device cpu --import "$tmp/raw.json"
+check import-suite   2 "--import takes no --suite" -- "$cli" bench --device cpu --import "$tmp/raw.json" --suite smoke -o "$tmp/x.json"
+check cold           0 "^convert/n=1000,src=f32,dst=bf16 +median" -- "$cli" bench --device cpu --op convert --params n=1000 --cold --time-budget 0.2
 check no-cuda        2 "cuda.*unavailable" -- env CUDA_VISIBLE_DEVICES= "$cli" bench --device cuda:0 --op convert
 check no-selection   2 "no case selected"   -- "$cli" bench --device cpu --suite "$suites/smoke.json" --filter nope
 check unknown-opt    2 "unknown option"     -- "$cli" bench --device cpu --bogus

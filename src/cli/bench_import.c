@@ -27,25 +27,6 @@ static int import_error(const char *path, const char *field, const char *what) {
     return CLI_USAGE;
 }
 
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len >= 0 && len <= MAX_IMPORT_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)len + 1))) {
-        if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[len] = 0;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 /* The registry's parameters as results parameters, plus "implementation". */
 static int to_bench_params(const kk_op_params *p, const char *impl, kk_bench_param *out) {
     int n = 0;
@@ -141,7 +122,7 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
 int cli_bench_import(const char *device, const char *path, const char *output, int argc,
                      char **argv) {
     if (!output) return cli_usage_error(CMD, "--import needs -o FILE for the results");
-    char *text = read_all(path);
+    char *text = cli_read_file(path, MAX_IMPORT_BYTES);
     if (!text) return import_error(path, "file", "cannot read it");
     cJSON *root = cJSON_Parse(text);
     free(text);

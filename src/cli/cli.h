@@ -36,6 +36,10 @@ int cli_fail(const char *command, const char *what);
  * PATH: reason" to stderr and return -1. */
 int cli_write_text(const char *command, const char *path, const char *text);
 
+/* The whole file as a NUL-terminated string (malloc'd), or NULL when it
+ * cannot be read or is larger than max_bytes. */
+char *cli_read_file(const char *path, long max_bytes);
+
 /* "1.5 GiB", "60.0 MiB", "512 B" into buf; returns buf. */
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 

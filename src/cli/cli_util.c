@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 int cli_usage_error(const char *command, const char *fmt, ...) {
@@ -50,4 +51,23 @@ int cli_write_text(const char *command, const char *path, const char *text) {
     if (ok) return 0;
     fprintf(stderr, "kernelkit %s: cannot write %s: %s\n", command, path, strerror(errno));
     return -1;
+}
+
+char *cli_read_file(const char *path, long max_bytes) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len >= 0 && len <= max_bytes && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)len + 1))) {
+        if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[len] = 0;
+        }
+    }
+    fclose(f);
+    return buf;
 }

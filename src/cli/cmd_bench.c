@@ -140,25 +140,6 @@ static int add_case(case_list *l, const char *name, const kk_op *op, const char 
     return CLI_OK;
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len >= 0 && len <= MAX_SUITE_BYTES && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)len + 1))) {
-        if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[len] = 0;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 static int suite_error(const char *path, const char *field, const char *what) {
     fprintf(stderr, "kernelkit " CMD ": bad suite file %s: %s: %s\n", path, field, what);
     return CLI_USAGE;
@@ -167,7 +148,7 @@ static int suite_error(const char *path, const char *field, const char *what) {
 /* A suite file: {"name": "...", "description": "...", "cases": [{"name": "...",
  * "op": "...", "params": "k=v ..."}, ...]}. */
 static int load_suite(const char *path, case_list *l) {
-    char *text = read_text(path);
+    char *text = cli_read_file(path, MAX_SUITE_BYTES);
     if (!text) return suite_error(path, "file", "cannot read it");
     cJSON *root = cJSON_Parse(text);
     free(text);
