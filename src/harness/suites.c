@@ -115,6 +115,17 @@ static const kk_suite_entry entries[] = {
     {C, "attention", "d128-causal", "B=1 Hq=4 Hkv=2 Sq=96 Sk=96 D=128 causal=1"},
     {C, "attention", "d256", "B=1 Hq=2 Hkv=1 Sq=64 Sk=96 D=256"},
     {C, "attention", "decode-1x512", "B=4 Hq=8 Hkv=2 Sq=1 Sk=512 D=128"},
+    /* the CUDA decode path (flash-decoding: group x Sq <= 16, Sk >= 512):
+     * splits that end mid-block, GQA groups, causal and windows with Sq > 1,
+     * fully masked splits, lse, dropout, head dims 64 and 128 (and 40 -> 64) */
+    {C, "attention", "decode-gqa4-Sq3-4097-causal-lse",
+     "B=2 Hq=8 Hkv=2 Sq=3 Sk=4097 D=128 causal=1 lse=1"},
+    {C, "attention", "decode-mqa16-1000", "B=1 Hq=16 Hkv=1 Sq=1 Sk=1000 D=64"},
+    {C, "attention", "decode-Sq16-777-window-lse",
+     "B=3 Hq=2 Hkv=2 Sq=8 Sk=777 D=64 window_left=100 window_right=0 lse=1"},
+    {C, "attention", "decode-d40-2053", "B=1 Hq=4 Hkv=4 Sq=2 Sk=2053 D=40"},
+    {C, "attention", "decode-dropout-1500",
+     "B=2 Hq=4 Hkv=2 Sq=2 Sk=1500 D=128 dropout=0.2 seed=99 offset=5"},
     {C, "attention", "scale0.5", "B=1 Hq=2 Hkv=2 Sq=33 Sk=47 D=64 scale=0.5"},
     GEMV(C, "seeds-correctness1", 128, 256, 1),
     GEMV(C, "seeds-correctness2", 256, 512, 4),

@@ -127,12 +127,12 @@ __device__ __forceinline__ void cp_async_wait_all() {
 }
 
 // A tile of `rows` rows x KD columns into shared memory (row pitch KD + 8),
-// rows >= valid_rows and columns >= d as zeros.
-template <int KD, typename T>
+// rows >= valid_rows and columns >= d as zeros, by kBy threads (tid of them).
+template <int KD, typename T, int kBy = kThreads>
 __device__ __forceinline__ void load_tile(T *smem, const T *g, int64_t row_stride, int rows,
-                                          int valid_rows, int d) {
+                                          int valid_rows, int d, int tid = threadIdx.x) {
     constexpr int kChunks = KD / 8; // 16-byte chunks per row
-    for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
+    for (int c = tid; c < rows * kChunks; c += kBy) {
         const int r = c / kChunks, col = (c % kChunks) * 8;
         const bool ok = r < valid_rows && col < d;
         const T *src = ok ? g + r * row_stride + col : g;

@@ -1,0 +1,252 @@
+// Attention for decode (flash-decoding): few query rows (Sq small) against a
+// long key sequence. The forward kernel would give each (batch, head) one CTA
+// of 128 query rows, nearly all empty, and leave most SMs idle; this one
+// splits the keys across CTAs instead, and reads each kv head's K and V once
+// for all the query heads that share it (GQA).
+//
+// Grid: (split, batch x kv head). A CTA's rows are the group's query heads
+// times the Sq queries (at most 16: one m16 tile), r = hg * Sq + i for query
+// head hk * group + hg. Its key range is one split; its four warps take turns
+// on 64-key blocks of it, each with its own online softmax (the same
+// arithmetic as the forward kernel), then merge through shared memory and
+// write the split's partial result: O normalized by the split's own sum, and
+// that sum's log-sum-exp (natural log, -inf when the split saw no key).
+// attention_combine then weighs the splits by exp(lse_split - lse) per row.
+// The work is memory-bound (every K and V byte is read once per kv head):
+// what matters is enough bytes in flight, which the split count provides.
+#pragma once
+
+#include "cuda/kernels/attention_fwd.cuh"
+
+namespace kk_attn {
+
+constexpr int kDecodeRows = 16; // one m16 tile: group * Sq <= 16
+constexpr int kDecodeKeys = 64; // keys per warp step
+
+struct DecodeParams {
+    Params p;            // the op's parameters and tensors
+    int group;           // Hq / Hkv
+    int splits;          // CTAs along the keys
+    int keys_per_split;  // a multiple of kDecodeKeys
+    float *part_o;       // [B*Hq*Sq, splits, d]: O of each split, normalized
+    float *part_lse;     // [B*Hq*Sq, splits]
+};
+
+template <int KD, typename T, bool kDropout>
+__global__ void __launch_bounds__(kThreads) attention_decode_kernel(const DecodeParams dp) {
+    using M = MmaType<T>;
+    const Params &p = dp.p;
+    constexpr int kPitch = KD + 8;
+    constexpr int kDTiles = KD / 8, kKSteps = KD / 16, kNTiles = kDecodeKeys / 8;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *sQ = reinterpret_cast<T *>(smem_raw);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    T *sK = sQ + kDecodeRows * kPitch + warp * 2 * kDecodeKeys * kPitch;
+    T *sV = sK + kDecodeKeys * kPitch;
+
+    const int split = blockIdx.x, bhk = blockIdx.y;
+    const int b = bhk / p.Hkv, hk = bhk % p.Hkv;
+    const int rows = dp.group * p.Sq;
+    const T *gK = static_cast<const T *>(p.k) + b * p.k_bs + hk * p.k_hs;
+    const T *gV = static_cast<const T *>(p.v) + b * p.v_bs + hk * p.v_hs;
+
+    // Q: row r = hg * Sq + i of query head hk * group + hg.
+    for (int c = threadIdx.x; c < kDecodeRows * (KD / 8); c += kThreads) {
+        const int r = c / (KD / 8), col = (c % (KD / 8)) * 8;
+        const bool ok = r < rows && col < p.d;
+        const int hq = hk * dp.group + (ok ? r / p.Sq : 0), i = ok ? r % p.Sq : 0;
+        const T *src = static_cast<const T *>(p.q) + b * p.q_bs + hq * p.q_hs +
+                       (int64_t)i * p.q_ss + col;
+        cp_async16(sQ + r * kPitch + col, ok ? src : static_cast<const T *>(p.q), ok ? 16 : 0);
+    }
+    cp_async_commit();
+    cp_async_wait_all();
+    __syncthreads();
+    uint32_t q_frag[kKSteps][4];
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ks++)
+        ldmatrix_x4(q_frag[ks], sQ + (lane % 16) * kPitch + ks * 16 + (lane / 16) * 8);
+
+    // This thread's rows g and g + 8: query index and key range.
+    int lo_r[2], hi_r[2], qi[2], hq_r[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = g + 8 * r;
+        qi[r] = row < rows ? row % p.Sq : 0;
+        hq_r[r] = hk * dp.group + (row < rows ? row / p.Sq : 0);
+        key_range(p, qi[r], lo_r[r], hi_r[r]);
+        if (row >= rows) hi_r[r] = -1; // padding rows see nothing
+    }
+    const int k_begin = split * dp.keys_per_split;
+    const int k_end = min(k_begin + dp.keys_per_split, p.Sk); // exclusive
+
+    float o_acc[kDTiles][4];
+#pragma unroll
+    for (int i = 0; i < kDTiles; i++) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.f;
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+
+    for (int n0 = k_begin + warp * kDecodeKeys; n0 < k_end; n0 += kWarps * kDecodeKeys) {
+        load_tile<KD, T, 32>(sK, gK + (int64_t)n0 * p.k_ss, p.k_ss, kDecodeKeys, k_end - n0, p.d,
+                             lane);
+        load_tile<KD, T, 32>(sV, gV + (int64_t)n0 * p.v_ss, p.v_ss, kDecodeKeys, k_end - n0, p.d,
+                             lane);
+        cp_async_commit();
+        cp_async_wait_all();
+        __syncwarp();
+
+        float s[kNTiles][4];
+#pragma unroll
+        for (int i = 0; i < kNTiles; i++) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ks++)
+#pragma unroll
+            for (int np = 0; np < kNTiles / 2; np++) {
+                const int mi = lane / 8;
+                uint32_t bk[4];
+                ldmatrix_x4(bk, sK + (np * 16 + (lane % 8) + 8 * (mi / 2)) * kPitch + ks * 16 +
+                                    8 * (mi % 2));
+                M::mma(s[2 * np], q_frag[ks], bk[0], bk[1]);
+                M::mma(s[2 * np + 1], q_frag[ks], bk[2], bk[3]);
+            }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+#pragma unroll
+            for (int nt = 0; nt < kNTiles; nt++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    const int j = n0 + nt * 8 + 2 * t + c;
+                    if (j < lo_r[r] || j > hi_r[r] || j >= k_end) s[nt][2 * r + c] = -INFINITY;
+                }
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < kNTiles; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m_run[r], mx);
+            const float m_scaled = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
+            const float alpha = exp2_approx(m_run[r] * p.scale_log2 - m_scaled);
+            m_run[r] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < kNTiles; nt++)
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    const float e = exp2_approx(fmaf(s[nt][2 * r + c], p.scale_log2, -m_scaled));
+                    s[nt][2 * r + c] = e;
+                    sum += e;
+                }
+            l_run[r] = l_run[r] * alpha + sum;
+#pragma unroll
+            for (int dt = 0; dt < kDTiles; dt++) {
+                o_acc[dt][2 * r] *= alpha;
+                o_acc[dt][2 * r + 1] *= alpha;
+            }
+            if constexpr (kDropout) {
+#pragma unroll
+                for (int nt = 0; nt < kNTiles; nt++) {
+                    const int j = n0 + nt * 8 + 2 * t;
+                    const kk__philox4 bits =
+                        kk__dropout_bits(p.seed, p.offset, (uint32_t)(b * p.Hq + hq_r[r]),
+                                         (uint32_t)qi[r], (uint32_t)(j >> 2));
+                    if (((t & 1) ? bits.v[2] : bits.v[0]) < p.drop_threshold) s[nt][2 * r] = 0.f;
+                    if (((t & 1) ? bits.v[3] : bits.v[1]) < p.drop_threshold) s[nt][2 * r + 1] = 0.f;
+                }
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < kNTiles / 2; c++) {
+            uint32_t pf[4] = {M::pack(s[2 * c][0], s[2 * c][1]), M::pack(s[2 * c][2], s[2 * c][3]),
+                              M::pack(s[2 * c + 1][0], s[2 * c + 1][1]),
+                              M::pack(s[2 * c + 1][2], s[2 * c + 1][3])};
+#pragma unroll
+            for (int dpi = 0; dpi < kDTiles / 2; dpi++) {
+                const int mi = lane / 8;
+                uint32_t bv[4];
+                ldmatrix_x4_trans(bv, sV + (c * 16 + (lane % 8) + 8 * (mi % 2)) * kPitch +
+                                          dpi * 16 + 8 * (mi / 2));
+                M::mma(o_acc[2 * dpi], pf, bv[0], bv[1]);
+                M::mma(o_acc[2 * dpi + 1], pf, bv[2], bv[3]);
+            }
+        }
+        __syncwarp(); // every lane done with this block's K and V before the next load
+    }
+
+    // Merge the four warps: row maxima, sums and O through shared memory
+    // (reusing the K/V area), in the forward kernel's units (raw scores).
+    __syncthreads();
+    float *sm_m = reinterpret_cast<float *>(sK - warp * 2 * kDecodeKeys * kPitch); // warp 0's K
+    float *sm_l = sm_m + kWarps * kDecodeRows;
+    float *sm_o = sm_l + kWarps * kDecodeRows; // [warp][row][KD]
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float l = l_run[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int row = g + 8 * r;
+        if (t == 0) {
+            sm_m[warp * kDecodeRows + row] = m_run[r];
+            sm_l[warp * kDecodeRows + row] = l;
+        }
+#pragma unroll
+        for (int dt = 0; dt < kDTiles; dt++) {
+            sm_o[(warp * kDecodeRows + row) * KD + dt * 8 + 2 * t] = o_acc[dt][2 * r];
+            sm_o[(warp * kDecodeRows + row) * KD + dt * 8 + 2 * t + 1] = o_acc[dt][2 * r + 1];
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < rows * KD; e += kThreads) {
+        const int row = e / KD, col = e % KD;
+        if (col >= p.d) continue;
+        float m = -INFINITY;
+        for (int w = 0; w < kWarps; w++) m = fmaxf(m, sm_m[w * kDecodeRows + row]);
+        float l = 0.f, o = 0.f;
+        if (m != -INFINITY) {
+            for (int w = 0; w < kWarps; w++) {
+                const float f = exp2_approx((sm_m[w * kDecodeRows + row] - m) * p.scale_log2);
+                l += sm_l[w * kDecodeRows + row] * f;
+                o += sm_o[(w * kDecodeRows + row) * KD + col] * f;
+            }
+        }
+        const int hq = hk * dp.group + row / p.Sq, i = row % p.Sq;
+        const int64_t out_row = ((int64_t)b * p.Hq + hq) * p.Sq + i;
+        dp.part_o[(out_row * dp.splits + split) * p.d + col] =
+            l > 0.f ? o * (kDropout ? p.drop_rescale : 1.f) / l : 0.f;
+        if (col == 0)
+            dp.part_lse[out_row * dp.splits + split] =
+                l > 0.f ? (m * p.scale_log2 + log2f(l)) / kLog2e : -INFINITY;
+    }
+}
+
+// o (and lse) of each row from its splits: lse = log sum_s exp(lse_s), o =
+// sum_s exp(lse_s - lse) o_s. One warp per row.
+template <typename T>
+__global__ void attention_combine_kernel(const DecodeParams dp) {
+    using M = MmaType<T>;
+    const Params &p = dp.p;
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= (int64_t)p.B * p.Hq * p.Sq) return;
+    const float *lse = dp.part_lse + row * dp.splits;
+    float mx = -INFINITY;
+    for (int s = 0; s < dp.splits; s++) mx = fmaxf(mx, lse[s]);
+    float total = 0.f;
+    if (mx != -INFINITY)
+        for (int s = 0; s < dp.splits; s++) total += expf(lse[s] - mx);
+    const float lse_all = mx == -INFINITY ? -INFINITY : mx + logf(total);
+    const int64_t bh = row / p.Sq, i = row % p.Sq, b = bh / p.Hq, h = bh % p.Hq;
+    T *orow = static_cast<T *>(p.o) + b * p.o_bs + h * p.o_hs + i * p.o_ss;
+    for (int col = 2 * lane; col < p.d; col += 64) {
+        float o0 = 0.f, o1 = 0.f;
+        if (mx != -INFINITY)
+            for (int s = 0; s < dp.splits; s++) {
+                const float w = expf(lse[s] - lse_all);
+                const float *po = dp.part_o + (row * dp.splits + s) * p.d + col;
+                o0 += w * po[0];
+                o1 += w * po[1];
+            }
+        *reinterpret_cast<uint32_t *>(orow + col) = M::pack(o0, o1);
+    }
+    if (p.lse && lane == 0) p.lse[row] = lse_all;
+}
+
+} // namespace kk_attn
