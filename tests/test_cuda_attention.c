@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "kernelkit/harness_run.h"
+#include "kernelkit/ops.h"
 
 static uint64_t run_seed;
 static const kk_op *attention;
@@ -131,6 +132,69 @@ static void f32_falls_back_to_cpu(void **state) {
   assert_memory_equal(o_cpu, o_gpu, sizeof o_cpu);
 }
 
+
+/* q, k, v, o as [B,S,H,D] buffers seen as [B,H,S,D] views (no copy): the
+ * kernel reads the strides and gives the very bits it gives on contiguous
+ * tensors. With 8-byte aligned rows (a view starting 4 elements in) the CUDA
+ * kernel declines and kk_op_run runs the CPU kernel on contiguous copies. */
+static kk_tensor *bshd_view(kk_tensor *bshd) {
+  kk_tensor *v = NULL;
+  kk_assert_ok(kk_tensor_transpose(bshd, 1, 2, &v));
+  return v;
+}
+
+static void strided_layout_matches_contiguous(void **state) {
+  (void)state;
+  enum { B = 2, S = 70, Hq = 4, Hkv = 2, D = 64 };
+  kk_op_params p;
+  kk_assert_ok(kk_op_params_parse(attention, "B=2 Hq=4 Hkv=2 Sq=70 Sk=70 D=64 causal=1 dtype=bf16", &p));
+  static uint16_t q[B * Hq * S * D], k[B * Hkv * S * D], v[B * Hkv * S * D];
+  static uint16_t o_contig[B * Hq * S * D], o_strided[B * Hq * S * D];
+  kk_assert_ok(kk_case_fill_inputs(&p, run_seed, KK_DIST_FULL, (void *[]){q, k, v}));
+  kk_assert_ok(kk_run_kernel_host(&p, "cuda:0", (void *[]){q, k, v, o_contig}));
+  /* the same data in [B,S,H,D] buffers on the GPU, through [B,H,S,D] views */
+  const int64_t hq_shape[4] = {B, Hq, S, D}, hkv_shape[4] = {B, Hkv, S, D};
+  kk_tensor *hq_host, *hk_host, *hv_host, *ho_host;
+  kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_BF16, 4, hq_shape, NULL, q, &hq_host));
+  kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_BF16, 4, hkv_shape, NULL, k, &hk_host));
+  kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_BF16, 4, hkv_shape, NULL, v, &hv_host));
+  kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_BF16, 4, hq_shape, NULL, o_strided, &ho_host));
+  kk_tensor *bq, *bk, *bv, *bo;
+  kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hq, D}, &bq));
+  kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hkv, D}, &bk));
+  kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hkv, D}, &bv));
+  kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hq, D}, &bo));
+  kk_tensor *vq = bshd_view(bq), *vk = bshd_view(bk), *vv = bshd_view(bv), *vo = bshd_view(bo);
+  assert_false(kk_tensor_is_contiguous(vq));
+  kk_assert_ok(kk_tensor_copy(vq, hq_host));
+  kk_assert_ok(kk_tensor_copy(vk, hk_host));
+  kk_assert_ok(kk_tensor_copy(vv, hv_host));
+  kk_attention_options opt;
+  kk_attention_options_init(&opt);
+  opt.causal = 1;
+  kk_assert_ok(kk_attention(vq, vk, vv, vo, NULL, &opt, NULL));
+  kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+  kk_assert_ok(kk_tensor_copy(ho_host, vo));
+  assert_memory_equal(o_contig, o_strided, sizeof o_contig); /* the GPU's own bits */
+
+  /* rows 8 bytes off alignment: the CPU kernel on contiguous copies, warned */
+  kk_tensor *wide_q, *wq, *vwq;
+  kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hq, D + 8}, &wide_q));
+  kk_assert_ok(kk_tensor_slice(wide_q, 3, 4, 4 + D, 1, &wq));
+  vwq = bshd_view(wq);
+  kk_assert_ok(kk_tensor_copy(vwq, hq_host));
+  static uint16_t o_cpu[B * Hq * S * D];
+  kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){q, k, v, o_cpu}));
+  /* the two kernels round differently somewhere, so the bits tell who ran */
+  assert_true(memcmp(o_cpu, o_contig, sizeof o_cpu) != 0);
+  kk_assert_ok(kk_attention(vwq, vk, vv, vo, NULL, &opt, NULL));
+  kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+  kk_assert_ok(kk_tensor_copy(ho_host, vo));
+  assert_memory_equal(o_cpu, o_strided, sizeof o_cpu); /* the CPU kernel's bits */
+  kk_tensor *all[] = {hq_host, hk_host, hv_host, ho_host, bq, bk, bv, bo, vq, vk, vv, vo, wide_q, wq, vwq};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
+}
+
 int main(void) {
   if (kk_test_no_gpu()) return KK_TEST_SKIP;
   const char *env = getenv("KK_TEST_SEED");
@@ -143,6 +207,7 @@ int main(void) {
       cmocka_unit_test(fuzz_passes),
       cmocka_unit_test(dropout_mask_matches_cpu),
       cmocka_unit_test(f32_falls_back_to_cpu),
+      cmocka_unit_test(strided_layout_matches_contiguous),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,34 @@ static void no_kernel_is_unsupported(void **state) {
     kk_tensor_destroy(t[i]);
 }
 
+
+/* A row's `strided` lets strided tensors through for that backend, as long as
+ * the innermost dimension is contiguous; other rows still refuse them. */
+static void strided_tensors_follow_the_row(void **state) {
+  (void)state;
+  kk_op_params p = convert_params("n=5 src=f32 dst=f32");
+  float x[10] = {0}, y[5] = {0};
+  kk_tensor *whole, *every_other, *t[2];
+  kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 1, (int64_t[]){10}, NULL, x, &whole));
+  kk_assert_ok(kk_tensor_slice(whole, 0, 0, 10, 2, &every_other));
+  kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 1, (int64_t[]){5}, NULL, y, &t[1]));
+  t[0] = every_other;
+  kk_assert_status(kk_op_run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+  kk_assert_contains(kk_last_error_message(), "a contiguous tensor");
+  kk_op row = *p.op;
+  row.strided = 1u << KK_BACKEND_CPU;
+  p.op = &row;
+  kk_assert_status(kk_op_run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+  kk_assert_contains(kk_last_error_message(), "innermost dimension contiguous");
+  const kk_op *att;
+  kk_assert_ok(kk_op_find("attention", &att));
+  assert_true(att->strided & (1u << KK_BACKEND_CUDA));
+  assert_false(att->strided & (1u << KK_BACKEND_CPU));
+  kk_tensor_destroy(every_other);
+  kk_tensor_destroy(whole);
+  kk_tensor_destroy(t[1]);
+}
+
 static void synchronize_checks_device(void **state) {
   (void)state;
   kk_assert_status(kk_op_synchronize("tpu:0", NULL), KK_ERR_INVALID_ARGUMENT);
@@ -113,6 +141,7 @@ int main(void) {
       cmocka_unit_test(refuses_wrong_tensors),
       cmocka_unit_test(no_kernel_is_unsupported),
       cmocka_unit_test(synchronize_checks_device),
+      cmocka_unit_test(strided_tensors_follow_the_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

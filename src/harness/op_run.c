@@ -54,9 +54,14 @@ static kk_status check_tensor(const kk_op_params *p, const kk_op_tensor *want,
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name, e,
                          "shape %s", got);
   }
-  if (!kk_tensor_is_contiguous(t))
+  const int strided_ok = (p->op->strided >> t->device_kind) & 1u &&
+                        (t->ndim == 0 || t->strides[t->ndim - 1] == 1);
+  if (!kk_tensor_is_contiguous(t) && !strided_ok)
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
-                         "a contiguous tensor (kk_tensor_contiguous makes one)",
+                         (p->op->strided >> t->device_kind) & 1u
+                             ? "the innermost dimension contiguous (stride 1)"
+                             : "a contiguous tensor (kk_tensor_copy into a new "
+                               "tensor makes one)",
                          "strided");
   if (t->device_kind != first->device_kind ||
       t->device_index != first->device_index)

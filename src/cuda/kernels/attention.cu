@@ -192,6 +192,22 @@ extern "C" kk_status kk__attention_cuda(const kk_op_params *op, kk_tensor *const
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention", k < 3 ? "q/k/v" : "o",
                                  "a cuda tensor of the op's dtype", "%s",
                                  t[k] ? t[k]->device : "NULL");
+    // Strided q, k, v, o (kk_op_run lets them through: the row's `strided`)
+    // need 16-byte rows: the head dim contiguous, the other strides multiples
+    // of 8 elements, the data 16-byte aligned; lse is written contiguously.
+    for (int k = 0; k < 4; k++) {
+        const kk_tensor *x = t[k];
+        if (x->strides[3] != 1 || x->strides[0] % 8 || x->strides[1] % 8 || x->strides[2] % 8 ||
+            (uintptr_t)x->data % 16)
+            return kk__error(KK_ERR_UNSUPPORTED, "attention",
+                             "the cuda kernel needs 16-byte aligned rows of %s (strides %lld, "
+                             "%lld, %lld, %lld)",
+                             k == 0 ? "q" : k == 1 ? "k" : k == 2 ? "v" : "o",
+                             (long long)x->strides[0], (long long)x->strides[1],
+                             (long long)x->strides[2], (long long)x->strides[3]);
+    }
+    if (i[KK__ATT_LSE] && !kk_tensor_is_contiguous(t[4]))
+        return kk__error(KK_ERR_UNSUPPORTED, "attention", "the cuda kernel writes lse contiguously");
     Params p;
     memset(&p, 0, sizeof p);
     p.q = t[0]->data;
