@@ -168,6 +168,11 @@ struct kk_op {
     int ntolerances;
     kk_tolerance tolerances[KK_OP_MAX_TOLERANCES];
     kk_op_kernel_fn kernels[KK_BACKEND_COUNT]; /* NULL: that backend lacks the op */
+    /* Bit (1u << backend) when that backend's kernel takes strided tensors:
+     * any strides, the innermost dimension contiguous (stride 1). Its slot
+     * reads t->strides and answers KK_ERR_UNSUPPORTED for strides it cannot
+     * use (kk_op_run then runs the CPU kernel on contiguous copies). */
+    unsigned strided;
 };
 
 /* ---- registry lookup ---- */
@@ -210,7 +215,10 @@ KK_API kk_status kk_op_params_format(const kk_op_params *p, char *buf, size_t si
 KK_API kk_status kk_op_tensors(const kk_op_params *p, kk_op_tensor *out, int *count);
 /* Run op p->op on `tensors` (kk_op_tensors order) where they live. Checks the
  * parameters and every tensor (count, dtype, size, contiguity, one device for
- * all) and names the first that is wrong. On a CUDA device the kernel is
+ * all) and names the first that is wrong. Tensors must be contiguous, except
+ * where the row's `strided` says the device's kernel takes strided ones
+ * (the innermost dimension contiguous): attention on CUDA, so q, k, v, o in
+ * a [B,S,H,D] buffer need no copy. On a CUDA device the kernel is
  * enqueued on `stream` (NULL = the legacy default stream) with the tensors'
  * device current, and the call returns without synchronizing; the caller's
  * current device is left as it was. When the tensors' backend has no kernel
