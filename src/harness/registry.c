@@ -176,7 +176,7 @@ static const kk_op ops[] = {
                         KK_CHECK_ALLOW_NONFINITE)},
      .kernels = {[KK_BACKEND_CPU] = kk__nvfp4_gemv_cpu,
                  [KK_BACKEND_CUDA] = KK__CUDA_SLOT(kk__nvfp4_gemv_cuda)}},
-    KK__CONVERT_ROW, /* src/harness/op_convert.c: the first op with kernels */
+    KK__CONVERT_ROW, /* src/harness/op_convert.c */
     KK__FP8_GEMM_ROW, /* src/harness/op_fp8_gemm.c */
     KK__RMSNORM_ROW, /* src/harness/op_rmsnorm.c */
     KK__SOFTMAX_ROW, /* src/harness/op_softmax.c */
