@@ -96,17 +96,38 @@ int sm_count() {
     return n;
 }
 
-// Decode when one m16 tile holds every query row of a kv head and the keys
-// are long enough to split: the forward kernel would leave most SMs idle.
+// Shared memory a block may opt in to on the current device, read once per
+// device (227 KiB on Hopper, 163 KiB on A100, 99 KiB on Ada and GA10x).
+int smem_optin() {
+    static std::atomic<int> cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 48 << 10;
+    int n = cached[dev].load(std::memory_order_relaxed);
+    if (n == 0) {
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+            n = 48 << 10;
+        cached[dev].store(n, std::memory_order_relaxed);
+    }
+    return n;
+}
+
+size_t decode_smem(int kd, size_t elem) {
+    return (size_t)(kk_attn::kDecodeRows + kk_attn::kWarps * 2 * kk_attn::kDecodeKeys) * (kd + 8) *
+           elem;
+}
+
+// Decode when one m16 tile holds every query row of a kv head, the keys are
+// long enough to split (the forward kernel would leave most SMs idle) and the
+// device has the shared memory (head dim 128 needs 143 KiB: not on Ada).
 bool use_decode(const Params &p, int kd) {
     return (kd == 64 || kd == 128) && (p.Hq / p.Hkv) * p.Sq <= kk_attn::kDecodeRows &&
-           p.Sk >= 512;
+           p.Sk >= 512 && decode_smem(kd, 2) <= (size_t)smem_optin();
 }
 
 template <int KD, typename T, bool kDropout>
 cudaError_t launch_decode_kernel(const kk_attn::DecodeParams &dp, cudaStream_t stream) {
     using namespace kk_attn;
-    const size_t smem = (size_t)(kDecodeRows + kWarps * 2 * kDecodeKeys) * (KD + 8) * sizeof(T);
+    const size_t smem = decode_smem(KD, sizeof(T));
     auto kernel = attention_decode_kernel<KD, T, kDropout>;
     static std::atomic<unsigned long long> opted_in{0};
     int dev = 0;
