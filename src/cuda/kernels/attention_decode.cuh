@@ -117,42 +117,12 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(const Decode
                     const int j = n0 + nt * 8 + 2 * t + c;
                     if (j < lo_r[r] || j > hi_r[r] || j >= k_end) s[nt][2 * r + c] = -INFINITY;
                 }
-            float mx = -INFINITY;
-#pragma unroll
-            for (int nt = 0; nt < kNTiles; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float m_new = fmaxf(m_run[r], mx);
-            const float m_scaled = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
-            const float alpha = exp2_approx(m_run[r] * p.scale_log2 - m_scaled);
-            m_run[r] = m_new;
-            float sum = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < kNTiles; nt++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    const float e = exp2_approx(fmaf(s[nt][2 * r + c], p.scale_log2, -m_scaled));
-                    s[nt][2 * r + c] = e;
-                    sum += e;
-                }
-            l_run[r] = l_run[r] * alpha + sum;
-#pragma unroll
-            for (int dt = 0; dt < kDTiles; dt++) {
-                o_acc[dt][2 * r] *= alpha;
-                o_acc[dt][2 * r + 1] *= alpha;
-            }
-            if constexpr (kDropout) {
-#pragma unroll
-                for (int nt = 0; nt < kNTiles; nt++) {
-                    const int j = n0 + nt * 8 + 2 * t;
-                    const kk__philox4 bits =
-                        kk__dropout_bits(p.seed, p.offset, (uint32_t)(b * p.Hq + hq_r[r]),
-                                         (uint32_t)qi[r], (uint32_t)(j >> 2));
-                    if (((t & 1) ? bits.v[2] : bits.v[0]) < p.drop_threshold) s[nt][2 * r] = 0.f;
-                    if (((t & 1) ? bits.v[3] : bits.v[1]) < p.drop_threshold) s[nt][2 * r + 1] = 0.f;
-                }
-            }
+            softmax_row(s, o_acc, r, m_run[r], l_run[r], p.scale_log2);
         }
+        // Rows of different query heads have their own Philox stream (b * Hq + h).
+        if constexpr (kDropout)
+            dropout_rows(s, p, (uint32_t)(b * p.Hq + hq_r[0]), (uint32_t)(b * p.Hq + hq_r[1]), qi[0],
+                         qi[1], n0, t);
 #pragma unroll
         for (int c = 0; c < kNTiles / 2; c++) {
             uint32_t pf[4] = {M::pack(s[2 * c][0], s[2 * c][1]), M::pack(s[2 * c][2], s[2 * c][3]),

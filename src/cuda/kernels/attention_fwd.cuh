@@ -152,6 +152,60 @@ __device__ __forceinline__ void key_range(const Params &p, int i, int &lo, int &
     if (p.window_left >= 0 && c - p.window_left > lo) lo = c - p.window_left;
 }
 
+// One row r (0: g, 1: g + 8) of an m16 tile, after its scores s (raw, masked
+// to -inf) for one key block: the online softmax. New maximum m (raw units),
+// O and l rescaled by 2^((m_old - m) scale_log2), s replaced by the weights
+// 2^(s scale_log2 - m scale_log2), their sum added to l. A row that has seen
+// no key keeps m = -inf and subtracts 0 instead, so exp2 gives 0, never NaN.
+template <int kNTiles, int kDTiles>
+__device__ __forceinline__ void softmax_row(float (&s)[kNTiles][4], float (&o)[kDTiles][4], int r,
+                                            float &m_run, float &l_run, float scale_log2) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_run, mx);
+    const float m_scaled = m_new == -INFINITY ? 0.f : m_new * scale_log2;
+    const float alpha = exp2_approx(m_run * scale_log2 - m_scaled);
+    m_run = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; nt++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const float e = exp2_approx(fmaf(s[nt][2 * r + c], scale_log2, -m_scaled));
+            s[nt][2 * r + c] = e;
+            sum += e;
+        }
+    l_run = l_run * alpha + sum;
+#pragma unroll
+    for (int dt = 0; dt < kDTiles; dt++) {
+        o[dt][2 * r] *= alpha;
+        o[dt][2 * r + 1] *= alpha;
+    }
+}
+
+// Dropout of the weights of the thread's two rows (g and g + 8: query rows
+// row0 and row1 of (batch x query head) bh0 and bh1) in the key block starting at n0 (the reference's order:
+// after they entered l; the 1/(1-p) comes at the end). Keys j, j + 1 (j even)
+// are words 2 (t % 2) and + 1 of one Philox call, picked without a variable
+// index (which would put the words in local memory).
+template <int kNTiles>
+__device__ __forceinline__ void dropout_rows(float (&s)[kNTiles][4], const Params &p, uint32_t bh0,
+                                             uint32_t bh1, int row0, int row1, int n0, int t) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; nt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int j = n0 + nt * 8 + 2 * t;
+            const kk__philox4 bits = kk__dropout_bits(p.seed, p.offset, r ? bh1 : bh0,
+                                                      (uint32_t)(r ? row1 : row0), (uint32_t)(j >> 2));
+            if (((t & 1) ? bits.v[2] : bits.v[0]) < p.drop_threshold) s[nt][2 * r] = 0.f;
+            if (((t & 1) ? bits.v[3] : bits.v[1]) < p.drop_threshold) s[nt][2 * r + 1] = 0.f;
+        }
+}
+
 template <int KD, typename T, bool kDropout, class C = Config<KD>>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_kernel(const Params p) {
@@ -281,61 +335,17 @@ __global__ void __launch_bounds__(kThreads)
                 }
         }
 
-        // Online softmax per row: new maxima (in raw score units), rescale
-        // what was accumulated, p = 2^(s * scale_log2 - m * scale_log2).
+        // Online softmax of every row, then dropout (apart: fewer registers live).
 #pragma unroll
         for (int mt = 0; mt < kMT; mt++)
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int nt = 0; nt < kNTiles; nt++)
-                    mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m_run[mt][r], mx);
-                // A row that has seen no key yet keeps m = -inf: subtract 0
-                // instead of -inf so exp2 gives 0, never NaN.
-                const float m_scaled = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
-                const float alpha = exp2_approx(m_run[mt][r] * p.scale_log2 - m_scaled);
-                m_run[mt][r] = m_new;
-                float sum = 0.f;
-#pragma unroll
-                for (int nt = 0; nt < kNTiles; nt++)
-#pragma unroll
-                    for (int c = 0; c < 2; c++) {
-                        const float e = exp2_approx(fmaf(s[mt][nt][2 * r + c], p.scale_log2, -m_scaled));
-                        s[mt][nt][2 * r + c] = e;
-                        sum += e;
-                    }
-                l_run[mt][r] = l_run[mt][r] * alpha + sum;
-#pragma unroll
-                for (int dt = 0; dt < kDTiles; dt++) {
-                    o_acc[mt][dt][2 * r] *= alpha;
-                    o_acc[mt][dt][2 * r + 1] *= alpha;
-                }
-            }
-
-        // Dropout zeroes weights after they entered l (the reference's order:
-        // normalize, then drop and rescale by 1/(1-p) at the end).
+            for (int r = 0; r < 2; r++)
+                softmax_row(s[mt], o_acc[mt], r, m_run[mt][r], l_run[mt][r], p.scale_log2);
         if constexpr (kDropout) {
 #pragma unroll
             for (int mt = 0; mt < kMT; mt++)
-#pragma unroll
-                for (int nt = 0; nt < kNTiles; nt++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        // keys j, j+1 (j even) are words 2*(t%2) and +1 of one call
-                        const int j = n0 + nt * 8 + 2 * t;
-                        const kk__philox4 bits =
-                            kk__dropout_bits(p.seed, p.offset, (uint32_t)(b * p.Hq + h),
-                                             (uint32_t)(row_base + mt * 16 * kWarps + 8 * r),
-                                             (uint32_t)(j >> 2));
-                        const uint32_t w0 = (t & 1) ? bits.v[2] : bits.v[0];
-                        const uint32_t w1 = (t & 1) ? bits.v[3] : bits.v[1];
-                        if (w0 < p.drop_threshold) s[mt][nt][2 * r] = 0.f;
-                        if (w1 < p.drop_threshold) s[mt][nt][2 * r + 1] = 0.f;
-                    }
+                dropout_rows(s[mt], p, (uint32_t)(b * p.Hq + h), (uint32_t)(b * p.Hq + h),
+                             row_base + mt * 16 * kWarps, row_base + mt * 16 * kWarps + 8, n0, t);
         }
 
         cp_async_wait_all();
