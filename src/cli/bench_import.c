@@ -16,7 +16,6 @@
 
 #include "cli/cli.h"
 #include "kernelkit/bench.h"
-#include "kernelkit/calibrate.h"
 #include "kernelkit/harness_run.h"
 
 #define CMD "bench"
@@ -132,20 +131,12 @@ int cli_bench_import(const char *device, const char *path, const char *output, i
         return import_error(path, root ? "benchmarks" : "(document)",
                             root ? "expected an array" : "not JSON");
     }
-    kk_bench_environment env;
-    kk_bench_results *r = NULL;
-    int rc = CLI_OK;
-    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
-        KK_OK) {
+    kk_bench_results *r = cli_bench_results_new(device, argc, argv);
+    if (!r) {
         cJSON_Delete(root);
-        return cli_fail(CMD, "cannot capture the environment");
+        return CLI_FAILED;
     }
-    kk_status st = kk_bench_results_create(&env, &r);
-    kk_bench_environment_free(&env);
-    if (st != KK_OK) rc = cli_fail(CMD, "cannot create the results");
-    kk_bench_ceilings ceil;
-    if (rc == CLI_OK && kk_ceilings_load(device, NULL, &ceil) == KK_OK)
-        kk_bench_results_set_ceilings(r, &ceil);
+    int rc = CLI_OK;
     int i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, list) {
@@ -153,14 +144,7 @@ int cli_bench_import(const char *device, const char *path, const char *output, i
         rc = import_one(path, i++, it, device, r);
     }
     if (rc == CLI_OK && i == 0) rc = import_error(path, "benchmarks", "empty");
-    if (rc == CLI_OK && kk_bench_results_write_file(r, output) != KK_OK) {
-        fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", output,
-                kk_last_error_message());
-        rc = CLI_FAILED;
-    } else if (rc == CLI_OK) {
-        fprintf(stderr, "kernelkit " CMD ": imported %zu benchmark(s) into %s\n", r->count,
-                output);
-    }
+    if (rc == CLI_OK) rc = cli_bench_results_write(r, output);
     kk_bench_results_free(r);
     cJSON_Delete(root);
     return rc;

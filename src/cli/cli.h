@@ -51,6 +51,13 @@ struct kk_bench_results;
 int cli_bench_suite(const char *device, const char *suite, int quick, int argc, char **argv,
                     struct kk_bench_results **out);
 
+/* A results document for `device` with the environment captured (argv as the
+ * command line) and the device's stored ceilings; NULL (after a message on
+ * stderr) on failure. Free with kk_bench_results_free. */
+kk_bench_results *cli_bench_results_new(const char *device, int argc, char **argv);
+/* Write r to path with a one-line note on stderr; CLI_OK or CLI_FAILED. */
+int cli_bench_results_write(const kk_bench_results *r, const char *path);
+
 /* The op's parameters (registry order) as results parameters, at most cap. */
 struct kk_bench_param;
 void cli_bench_params(const kk_op_params *p, struct kk_bench_param *out, int cap, int *n);

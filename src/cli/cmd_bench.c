@@ -220,6 +220,36 @@ static int resolve_suite(const char *suite, char *path, size_t size) {
                            suite);
 }
 
+/* ---- results documents ---- */
+
+kk_bench_results *cli_bench_results_new(const char *device, int argc, char **argv) {
+    kk_bench_environment env;
+    kk_bench_results *r = NULL;
+    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
+        KK_OK) {
+        cli_fail(CMD, "cannot capture the environment");
+        return NULL;
+    }
+    const kk_status st = kk_bench_results_create(&env, &r);
+    kk_bench_environment_free(&env);
+    if (st != KK_OK) {
+        cli_fail(CMD, "cannot create the results");
+        return NULL;
+    }
+    kk_bench_ceilings ceil;
+    if (kk_ceilings_load(device, NULL, &ceil) == KK_OK) kk_bench_results_set_ceilings(r, &ceil);
+    return r;
+}
+
+int cli_bench_results_write(const kk_bench_results *r, const char *path) {
+    if (kk_bench_results_write_file(r, path) != KK_OK) {
+        fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", path, kk_last_error_message());
+        return CLI_FAILED;
+    }
+    fprintf(stderr, "kernelkit " CMD ": wrote %zu benchmark(s) to %s\n", r->count, path);
+    return CLI_OK;
+}
+
 /* ---- measuring ---- */
 
 void cli_bench_params(const kk_op_params *p, kk_bench_param *out, int cap, int *n) {
@@ -332,17 +362,8 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         if (bo.min_time_s > o->time_budget / 2) bo.min_time_s = o->time_budget / 2;
         if (bo.warmup_time_s > o->time_budget / 4) bo.warmup_time_s = o->time_budget / 4;
     }
-    kk_bench_environment env;
-    kk_bench_results *r = NULL;
-    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
-        KK_OK)
-        return cli_fail(CMD, "cannot capture the environment");
-    kk_status st = kk_bench_results_create(&env, &r);
-    kk_bench_environment_free(&env);
-    if (st != KK_OK) return cli_fail(CMD, "cannot create the results");
-    kk_bench_ceilings ceil;
-    if (kk_ceilings_load(device, NULL, &ceil) == KK_OK) kk_bench_results_set_ceilings(r, &ceil);
-
+    kk_bench_results *r = cli_bench_results_new(device, argc, argv);
+    if (!r) return CLI_FAILED;
     int selected = 0, ran = 0, failed = 0, total = 0;
     for (int i = 0; i < l->n; i++) total += !o->filter || strstr(l->v[i].name, o->filter);
     for (int i = 0; i < l->n; i++) {
@@ -380,7 +401,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
             .flops = kk_op_flops(&b->c.params),
             .bytes = kk_op_bytes(&b->c.params),
         };
-        st = kk_bench_results_add(r, &spec, &m);
+        const kk_status st = kk_bench_results_add(r, &spec, &m);
         kk_bench_measurement_free(&m);
         if (st != KK_OK) {
             fprintf(stderr, "kernelkit " CMD ": %s: %s\n", b->name, kk_last_error_message());
@@ -402,16 +423,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
     } else if (failed) {
         rc = CLI_FAILED;
     }
-    if (ran > 0 && o->output) {
-        if (kk_bench_results_write_file(r, o->output) != KK_OK) {
-            fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", o->output,
-                    kk_last_error_message());
-            rc = CLI_FAILED;
-        } else {
-            fprintf(stderr, "kernelkit " CMD ": wrote %zu benchmark(s) to %s\n", r->count,
-                    o->output);
-        }
-    }
+    if (ran > 0 && o->output && cli_bench_results_write(r, o->output) != CLI_OK) rc = CLI_FAILED;
     printf("%d ran, %d failed, %d skipped\n", ran, failed, selected - ran - failed);
     if (keep && ran > 0) *keep = r;
     else kk_bench_results_free(r);
@@ -471,14 +483,8 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
                              case_list *l, int argc, char **argv) {
     int rc = host_overhead_cases(o, kind, l);
     if (rc != CLI_OK) return rc;
-    kk_bench_environment env;
-    kk_bench_results *r = NULL;
-    if (kk_bench_environment_capture(device, argc, (const char *const *)argv, NULL, 0, &env) !=
-        KK_OK)
-        return cli_fail(CMD, "cannot capture the environment");
-    kk_status st = kk_bench_results_create(&env, &r);
-    kk_bench_environment_free(&env);
-    if (st != KK_OK) return cli_fail(CMD, "cannot create the results");
+    kk_bench_results *r = cli_bench_results_new(device, argc, argv);
+    if (!r) return CLI_FAILED;
     int ran = 0, failed = 0, bare_done = 0;
     const kk_op *done = NULL; /* the op last measured */
     for (int i = 0; i < l->n; i++) {
@@ -513,16 +519,7 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
     }
     rc = failed ? CLI_FAILED : ran ? CLI_OK : CLI_USAGE;
     if (!ran && !failed) fprintf(stderr, "kernelkit " CMD ": no op has a kernel on %s\n", device);
-    if (ran && o->output) {
-        if (kk_bench_results_write_file(r, o->output) != KK_OK) {
-            fprintf(stderr, "kernelkit " CMD ": cannot write %s: %s\n", o->output,
-                    kk_last_error_message());
-            rc = CLI_FAILED;
-        } else {
-            fprintf(stderr, "kernelkit " CMD ": wrote %zu benchmark(s) to %s\n", r->count,
-                    o->output);
-        }
-    }
+    if (ran && o->output && cli_bench_results_write(r, o->output) != CLI_OK) rc = CLI_FAILED;
     kk_bench_results_free(r);
     return rc;
 }
