@@ -23,22 +23,29 @@ namespace {
 
 using kk_attn::Params;
 
-template <int KD, typename T, bool kDropout, class C = kk_attn::Config<KD>>
-cudaError_t launch(const Params &p, cudaStream_t stream) {
-    const size_t smem = (size_t)(C::kBlockM + 2 * C::kBlockN) * (KD + 8) * sizeof(T);
-    auto kernel = kk_attn::attention_fwd_kernel<KD, T, kDropout, C>;
-    // Above 48 KiB a kernel must opt in, once per device; a flag per device
-    // keeps the call off the launch path (a race only sets it twice).
+// Above 48 KiB of dynamic shared memory a kernel must opt in, once per device
+// and kernel; a flag per device (one set per Kernel, the template argument)
+// keeps the call off the launch path (a race only sets it twice).
+template <auto Kernel> cudaError_t opt_in(size_t smem) {
     static std::atomic<unsigned long long> opted_in{0};
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) return e;
     const unsigned long long bit = 1ull << (dev & 63);
     if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
         opted_in.fetch_or(bit);
     }
+    return cudaSuccess;
+}
+
+template <int KD, typename T, bool kDropout, class C = kk_attn::Config<KD>>
+cudaError_t launch(const Params &p, cudaStream_t stream) {
+    const size_t smem = (size_t)(C::kBlockM + 2 * C::kBlockN) * (KD + 8) * sizeof(T);
+    auto kernel = kk_attn::attention_fwd_kernel<KD, T, kDropout, C>;
+    const cudaError_t e = opt_in<kk_attn::attention_fwd_kernel<KD, T, kDropout, C>>(smem);
+    if (e != cudaSuccess) return e;
     const dim3 grid((unsigned)((p.Sq + C::kBlockM - 1) / C::kBlockM), (unsigned)(p.B * p.Hq));
     kernel<<<grid, kk_attn::kThreads, smem, stream>>>(p);
     return cudaGetLastError();
@@ -129,16 +136,8 @@ cudaError_t launch_decode_kernel(const kk_attn::DecodeParams &dp, cudaStream_t s
     using namespace kk_attn;
     const size_t smem = decode_smem(KD, sizeof(T));
     auto kernel = attention_decode_kernel<KD, T, kDropout>;
-    static std::atomic<unsigned long long> opted_in{0};
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    cudaError_t e = opt_in<attention_decode_kernel<KD, T, kDropout>>(smem);
     if (e != cudaSuccess) return e;
-    const unsigned long long bit = 1ull << (dev & 63);
-    if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return e;
-        opted_in.fetch_or(bit);
-    }
     kernel<<<dim3((unsigned)dp.splits, (unsigned)(dp.p.B * dp.p.Hkv)), kThreads, smem, stream>>>(dp);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
