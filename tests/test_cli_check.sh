@@ -125,5 +125,22 @@ for spec in "rmsnorm rows=3,n=37,eps=0.01,dtype=f32 x w" "layernorm rows=3,n=300
   fi
 done
 
+# ---- run: attention_varlen on .npy files, the offsets as data ----
+# The reference writes random inputs (cu_seqlens from the lengths 5:0:17 and
+# 9:4:17); the CPU kernel reads them back with the lengths left to the files
+# (seqlens none: what a caller with their own data gives).
+vp="Hq=2,Hkv=1,D=32,causal=1,dtype=f32"
+vouts=(); vins=()
+for t in q k v cu_seqlens_q cu_seqlens_k; do vouts+=(--output "$t=$tmp/avl-$t.npy"); vins+=(--input "$t=$tmp/avl-$t.npy"); done
+check run-varlen-ref 0 "^$" -- "$cli" run attention_varlen --params "$vp,seqlens_q=5:0:17,seqlens_k=9:4:17" --random 13 --device reference "${vouts[@]}" --output "o=$tmp/avl-oref.npy"
+vdata="$vp,nseq=3,total_q=22,total_k=30,max_seqlen_q=17,max_seqlen_k=17,seqlens_q=none,seqlens_k=none"
+check run-varlen-cpu 0 "^$" -- "$cli" run attention_varlen --params "$vdata" "${vins[@]}" --device cpu --output "o=$tmp/avl-ocpu.npy"
+if command -v python3 >/dev/null && ! npy_close "$tmp/avl-ocpu.npy" "$tmp/avl-oref.npy"; then
+  echo "FAIL run-varlen-matches-reference: cpu o differs from the reference's"; fails=$((fails+1))
+else
+  echo "ok   run-varlen-matches-reference"
+fi
+check run-varlen-max 1 "cu_seqlens_q\[3\] = 22: expected at most cu_seqlens_q\[2\] \+ max_seqlen_q = 21" -- "$cli" run attention_varlen --params "${vdata/max_seqlen_q=17/max_seqlen_q=16}" "${vins[@]}" --device cpu
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]

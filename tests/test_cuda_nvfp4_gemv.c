@@ -42,7 +42,7 @@ static kk_case_result run_on_gpu(const kk_op *row, const char *text, kk_input_di
     kk_assert_ok(kk_case_run(&c, &o, &r));
     print_message("    %-4s %-7s v%s r%s %-58s max_abs %.3g max_rel %.3g kernel %.3f ms %s\n",
                   kk_case_status_name(r.status), kk_input_dist_name(dist),
-                  getenv("KK_NVFP4_GEMV_VARIANT") ? getenv("KK_NVFP4_GEMV_VARIANT") : "0",
+                  getenv("KK_NVFP4_GEMV_VARIANT") ? getenv("KK_NVFP4_GEMV_VARIANT") : "2",
                   getenv("KK_NVFP4_GEMV_ROWS") ? getenv("KK_NVFP4_GEMV_ROWS") : "8", text,
                   r.max_abs_err, r.max_rel_err, r.kernel_ms, r.message);
     return r;
@@ -89,12 +89,13 @@ static void odd_shapes_pass(void **state) {
             }
 }
 
-/* The other instantiations (decoder KK_NVFP4_GEMV_VARIANT=1, 4 rows per warp
- * KK_NVFP4_GEMV_ROWS=4) on a spread of shapes. */
+/* The other instantiations (decoders KK_NVFP4_GEMV_VARIANT=1, 2 and 3, 4
+ * rows per warp KK_NVFP4_GEMV_ROWS=4) on a spread of shapes. */
 static void other_variants_pass(void **state) {
     (void)state;
-    static const char *const v[3][2] = {{"1", "8"}, {"0", "4"}, {"1", "4"}};
-    for (int k = 0; k < 3; k++) {
+    static const char *const v[][2] = {{"1", "8"}, {"0", "4"}, {"1", "4"}, {"2", "8"},
+                                       {"2", "4"}, {"3", "8"}, {"3", "4"}};
+    for (int k = 0; k < (int)(sizeof v / sizeof v[0]); k++) {
         setenv("KK_NVFP4_GEMV_VARIANT", v[k][0], 1);
         setenv("KK_NVFP4_GEMV_ROWS", v[k][1], 1);
         expect_pass("M=1 K=64 L=1", 0, 1, 0, 1);
@@ -147,12 +148,16 @@ static void twin_emulation_and_gpu_agree(void **state) {
     (void)state;
     static const char *const cases[] = {
         "M=1000 K=2048 L=1 scale_layout=plain global=1", "M=129 K=8256 L=2 scale_layout=blocked",
-        "M=2432 K=4608 L=2 scale_layout=blocked", "M=512 K=16384 L=1 global=1"};
+        "M=2432 K=4608 L=2 scale_layout=blocked", "M=512 K=16384 L=1 global=1",
+        "M=200 K=32768 L=1 scale_layout=blocked"}; /* variants 2, 3: 72 KiB of shared memory */
     kk_device_info info;
     kk_assert_ok(kk_device_get_info("cuda:0", &info));
     kk_tolerance tol;
     kk_assert_ok(kk_op_tolerance(gemv_row(), KK_DTYPE_F16, &tol));
-    for (int c = 0; c < 4; c++) {
+    for (int variant = 0; variant < 4; variant++)
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+        char vtext[2] = {(char)('0' + variant), 0};
+        setenv("KK_NVFP4_GEMV_VARIANT", vtext, 1); /* the GPU's and the emulation's */
         gemv_set s;
         set_open(&s, cases[c], 50 + c);
         const size_t n = (size_t)s.d[s.n - 1].numel;
@@ -170,14 +175,15 @@ static void twin_emulation_and_gpu_agree(void **state) {
         kk_assert_ok(kk_check_output(gpu, KK_DTYPE_F16, cpu64, n, &tol, &r));
         size_t same = 0, emu_diff = 0;
         for (size_t i = 0; i < n; i++) same += cpu[i] == gpu[i];
-        if (kk__nvfp4_gemv_emulate) { /* and exactly the emulation's bits (default: v0, 8 rows) */
-            kk_assert_ok(kk__nvfp4_gemv_emulate(&s.p, s.host, info.sm_count, 0, 8));
+        if (kk__nvfp4_gemv_emulate) { /* and exactly the emulation's bits (8 rows) */
+            kk_assert_ok(kk__nvfp4_gemv_emulate(&s.p, s.host, info.sm_count, variant, 8));
             c_of(&s, emu);
             for (size_t i = 0; i < n; i++) emu_diff += emu[i] != gpu[i];
         }
-        print_message("    %-45s gpu vs cpu twin: %s, %zu of %zu bit-identical; gpu vs "
+        print_message("    v%d %-45s gpu vs cpu twin: %s, %zu of %zu bit-identical; gpu vs "
                       "emulation (%d SMs): %zu differ\n",
-                      cases[c], r.pass ? "PASS" : "FAIL", same, n, info.sm_count, emu_diff);
+                      variant, cases[c], r.pass ? "PASS" : "FAIL", same, n, info.sm_count,
+                      emu_diff);
         assert_true(r.pass);
         assert_int_equal(emu_diff, 0);
         free(cpu);
@@ -186,6 +192,7 @@ static void twin_emulation_and_gpu_agree(void **state) {
         free(cpu64);
         set_close(&s);
     }
+    unsetenv("KK_NVFP4_GEMV_VARIANT");
 }
 
 /* ---- wrong variants of the CUDA slot fail ---- */

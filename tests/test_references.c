@@ -11,6 +11,7 @@
 
 #include "harness/harness_internal.h"
 #include "kernelkit/harness.h"
+#include "kernelkit/harness_run.h"
 
 static uint64_t rng_state;
 
@@ -286,7 +287,9 @@ static void registry_rows_are_complete(void **state) {
         for (int b = 0; b < KK_BACKEND_COUNT; b++) mask |= op->kernels[b] ? 1u << b : 0;
         assert_int_equal(kk_op_backends(op), mask);
         /* Defaults are valid; the tensors list inputs first, then outputs, and
-         * every output has a tolerance row; the reference runs (ASan watches). */
+         * every output has a tolerance row; the reference runs (ASan watches)
+         * on the harness's inputs (attention_varlen's offsets are data the
+         * reference checks: zeros would not do). */
         kk_op_params p;
         kk_op_tensor t[KK_OP_MAX_TENSORS];
         int n = 0, outputs = 0;
@@ -301,6 +304,15 @@ static void registry_rows_are_complete(void **state) {
             bufs[k] = calloc((size_t)t[k].numel, sizeof(double));
         }
         assert_true(outputs >= 1 && n > outputs);
+        void *raw[KK_OP_MAX_TENSORS];
+        for (int k = 0; k < n - outputs; k++)
+            raw[k] = calloc(kk_dtype_bytes(t[k].dtype, (size_t)t[k].numel) + 1, 1);
+        kk_assert_ok(kk_case_fill_inputs(&p, 1, KK_DIST_FULL, raw));
+        for (int k = 0; k < n - outputs; k++) {
+            kk_assert_ok(kk_convert_host(raw[k], t[k].dtype, bufs[k], KK_DTYPE_F64,
+                                         (size_t)t[k].numel));
+            free(raw[k]);
+        }
         kk_assert_ok(kk_op_reference(&p, (const double *const *)bufs, bufs + n - outputs));
         for (int k = 0; k < n; k++) free(bufs[k]);
         assert_true(kk_op_flops(&p) >= 0 && kk_op_bytes(&p) > 0); /* convert: 0 FLOPs */

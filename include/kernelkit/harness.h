@@ -40,7 +40,9 @@
 extern "C" {
 #endif
 
-#define KK_OP_MAX_PARAMS 16
+#define KK_OP_MAX_PARAMS 24
+#define KK_OP_MAX_LISTS 2  /* KK_PARAM_LIST parameters of one op */
+#define KK_OP_LIST_MAX 64  /* values of one KK_PARAM_LIST parameter */
 #define KK_OP_MAX_TENSORS 8
 #define KK_OP_MAX_TOLERANCES 8 /* convert has one row per float dtype: 7 */
 
@@ -51,7 +53,11 @@ typedef enum kk_param_kind {
     KK_PARAM_FLOAT,   /* finite double in [fmin, fmax] */
     KK_PARAM_BOOL,    /* 0 or 1; parsed from 0/1/true/false/yes/no/on/off */
     KK_PARAM_ENUM,    /* index into `choices` */
-    KK_PARAM_DTYPE    /* a kk_dtype whose name (kk_dtype_name) is in `choices` */
+    KK_PARAM_DTYPE,   /* a kk_dtype whose name (kk_dtype_name) is in `choices` */
+    /* 0..KK_OP_LIST_MAX integers in [min, max], written "5:0:17" ("none" or ""
+     * for the empty list): data a case carries, such as the sequence lengths
+     * of attention_varlen. i[] holds the count, lists[] the values. */
+    KK_PARAM_LIST
 } kk_param_kind;
 
 typedef struct kk_op_param {
@@ -60,20 +66,26 @@ typedef struct kk_op_param {
     int64_t min, max;           /* INT: inclusive range */
     int64_t multiple;           /* INT: 0 or 1 = any value */
     double fmin, fmax;          /* FLOAT: inclusive range */
-    int64_t def;                /* default of INT, BOOL, ENUM (index), DTYPE (kk_dtype) */
+    int64_t def;                /* default of INT, BOOL, ENUM (index), DTYPE (kk_dtype); a
+                                   LIST's is def_list */
     double fdef;                /* default of FLOAT */
     const char *const *choices; /* ENUM and DTYPE: names, NULL-terminated */
     const char *help;           /* one line */
+    const char *def_list;       /* LIST: the default as text ("5:0:17"); NULL = empty */
 } kk_op_param;
 
 typedef struct kk_op kk_op;
 
 /* Parameter values of one op. Integer-like kinds live in i[], floats in f[],
- * both indexed like op->params. Fill with kk_op_params_init / _parse. */
+ * both indexed like op->params. A LIST parameter's count is in i[], its
+ * values in lists[n] where n counts the LIST parameters before it (read them
+ * with kk_op_params_list); values past the count are 0. Fill with
+ * kk_op_params_init / _parse. */
 typedef struct kk_op_params {
     const kk_op *op;
     int64_t i[KK_OP_MAX_PARAMS];
     double f[KK_OP_MAX_PARAMS];
+    int32_t lists[KK_OP_MAX_LISTS][KK_OP_LIST_MAX];
 } kk_op_params;
 
 /* ---- tensors an op takes ---- */
@@ -206,6 +218,10 @@ KK_API kk_status kk_op_params_validate(const kk_op_params *p);
  * op has no such parameter. */
 KK_API int64_t kk_op_params_int(const kk_op_params *p, const char *name);
 KK_API double kk_op_params_float(const kk_op_params *p, const char *name);
+/* The values of LIST parameter `name` (*values may be NULL); returns their
+ * count, 0 for an empty list or when the op has no LIST parameter of that
+ * name. */
+KK_API int kk_op_params_list(const kk_op_params *p, const char *name, const int32_t **values);
 /* "M=128 N=256 K=64 dtype=bf16": what kk_op_params_parse reads back.
  * KK_ERR_INVALID_ARGUMENT when it does not fit in `size`. */
 KK_API kk_status kk_op_params_format(const kk_op_params *p, char *buf, size_t size);

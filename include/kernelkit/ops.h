@@ -74,6 +74,36 @@ KK_API kk_status kk_attention(const kk_tensor *q, const kk_tensor *k, const kk_t
                               kk_tensor *o, kk_tensor *lse, const kk_attention_options *opt,
                               kk_stream stream);
 
+/* Attention over a packed batch of variable-length sequences, as
+ * FlashAttention's flash_attn_varlen_func: sequence s holds query rows
+ * cu_seqlens_q[s] .. cu_seqlens_q[s+1]-1 and keys cu_seqlens_k[s] ..
+ * cu_seqlens_k[s+1]-1, and each sequence is one kk_attention of its own
+ * lengths (the causal mask and windows bottom-right aligned per sequence;
+ * empty sequences allowed; a query row with no key gets o = 0, lse = -inf).
+ *   q, o: [total_q,Hq,D] (FlashAttention's layout) or [1,Hq,total_q,D]
+ *         (strided views welcome: the head dim contiguous);
+ *   k, v: [total_k,Hkv,D] or [1,Hkv,total_k,D], the same rank as q;
+ *   cu_seqlens_q, cu_seqlens_k: int32 [nseq+1], 0, nondecreasing, the last
+ *         = total_q (total_k), on the tensors' device;
+ *   max_seqlen_q, max_seqlen_k: at least the longest sequence's length (1 ..
+ *         2^20): the CUDA grid is sized by max_seqlen_q, as FlashAttention's;
+ *   lse: NULL, or f32 [Hq,total_q] or [1,Hq,total_q], contiguous.
+ * Dropout (opt): the Philox mask of src/core/philox.h with the sequence index
+ * as its batch and rows and keys counted inside the sequence, so sequence s
+ * drops what batch s of a kk_attention with B > s and the same seed and
+ * offset drops; with equal lengths the packed batch is a kk_attention with
+ * B = nseq, bit for bit on the CPU.
+ * On the CPU the offsets are checked (KK_ERR_INVALID_ARGUMENT naming the bad
+ * element, e.g. "cu_seqlens_q[3] = 40: expected at least cu_seqlens_q[2] =
+ * 57"); on a GPU they are device data the host does not read: offsets that do
+ * not fit the tensors leave that sequence unwritten, and rows past
+ * max_seqlen_q are not computed, as in FlashAttention. */
+KK_API kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, const kk_tensor *v,
+                                     const kk_tensor *cu_seqlens_q, const kk_tensor *cu_seqlens_k,
+                                     int64_t max_seqlen_q, int64_t max_seqlen_k, kk_tensor *o,
+                                     kk_tensor *lse, const kk_attention_options *opt,
+                                     kk_stream stream);
+
 /* NVFP4 block-scaled GEMV (GPU MODE's nvfp4_gemv): c[l,m] = sum_k
  * (a*sa*ga)[l,m,k] (b*sb*gb)[l,0,k]. a e2m1 [L,M,K], b e2m1 [L,1,K], K a
  * multiple of 64; sa, sb e4m3 scales per 16 K-elements, plain [L,rows,K/16] or

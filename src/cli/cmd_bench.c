@@ -277,6 +277,18 @@ void cli_bench_params(const kk_op_params *p, kk_bench_param *out, int cap, int *
             b->kind = KK_BENCH_PARAM_STRING;
             snprintf(b->string, sizeof b->string, "%s", kk_dtype_name((kk_dtype)p->i[k]));
             break;
+        case KK_PARAM_LIST: { /* "5:0:17", as the params text has it (cut at 63 characters) */
+            const int32_t *v;
+            const int nv = kk_op_params_list(p, d->name, &v);
+            b->kind = KK_BENCH_PARAM_STRING;
+            snprintf(b->string, sizeof b->string, "%s", nv ? "" : "none");
+            for (int j = 0; j < nv; j++) {
+                const size_t used = strlen(b->string);
+                snprintf(b->string + used, sizeof b->string - used, "%s%d", j ? ":" : "",
+                         (int)v[j]);
+            }
+            break;
+        }
         default:
             b->kind = KK_BENCH_PARAM_NUMBER;
             b->number = (double)p->i[k];

@@ -280,7 +280,7 @@ static const char *fmt_num(double v, char *buf) {
 }
 
 static void print_case(const opts *o, const kk_case *c, const kk_case_result *r) {
-    char params[512], a[32], b[32], d[32];
+    char params[2048], a[32], b[32], d[32];
     kk_op_params_format(&c->params, params, sizeof params);
     printf("%-5s %s  %s %s  dtype=%s seed=%llu", kk_case_status_name(r->status), c->name,
            c->params.op->name, params, kk_dtype_name(kk_case_dtype(&c->params)),
@@ -395,7 +395,7 @@ static int select_ops(opts *o, kk_backend_kind kind, int *lacking_cases) {
 
 static void list_cases(const case_list *l) {
     for (int i = 0; i < l->n; i++) {
-        char params[512];
+        char params[2048]; /* attention_varlen: lists of lengths */
         kk_op_params_format(&l->v[i].params, params, sizeof params);
         printf("%s  %s %s\n", l->v[i].name, l->v[i].params.op->name, params);
     }

@@ -159,6 +159,9 @@ static const char *param_range(const kk_op_param *d, char *buf, size_t size) {
         snprintf(buf, size, "%g..%g", d->fmin, d->fmax);
     else if (d->kind == KK_PARAM_BOOL)
         snprintf(buf, size, "0|1");
+    else if (d->kind == KK_PARAM_LIST)
+        snprintf(buf, size, "n:n:... (%lld..%lld each) or none", (long long)d->min,
+                 (long long)d->max);
     else
         for (int c = 0, used = 0; d->choices && d->choices[c] && used < (int)size; c++)
             used += snprintf(buf + used, size - (size_t)used, "%s%s", c ? "|" : "", d->choices[c]);
@@ -168,7 +171,7 @@ static const char *param_range(const kk_op_param *d, char *buf, size_t size) {
 static int list_ops(void) {
     for (int i = 0; i < kk_op_count(); i++) {
         const kk_op *op = kk_op_at(i);
-        char have[64], text[256];
+        char have[64], text[2048]; /* attention_varlen: lists of lengths */
         kk_op_backends_format(op, have, sizeof have);
         printf("%s: %s\n  kernels: %s\n  parameters:\n", op->name, op->summary, have);
         for (int k = 0; k < op->nparams; k++)

@@ -59,6 +59,12 @@ static kk__att_geom geometry(const kk_op_params *p, kk_tensor *const *t) {
                     .o = t[3]->data,
                     .lse = p->i[KK__ATT_LSE] ? (float *)t[4]->data : NULL,
                     .kern = kk__att_kernels_best()};
+  const kk_tensor *q = t[0], *k = t[1], *v = t[2], *o = t[3];
+  g.q_bs = q->strides[0], g.q_hs = q->strides[1], g.q_ss = q->strides[2];
+  g.k_bs = k->strides[0], g.k_hs = k->strides[1], g.k_ss = k->strides[2];
+  g.v_bs = v->strides[0], g.v_hs = v->strides[1], g.v_ss = v->strides[2];
+  g.o_bs = o->strides[0], g.o_hs = o->strides[1], g.o_ss = o->strides[2];
+  g.lse_bs = g.Hq * g.Sq, g.lse_hs = g.Sq, g.lse_ss = 1;
   g.Dp = (g.D + KK__ATT_NT - 1) / KK__ATT_NT * KK__ATT_NT;
   const double scale = p->f[KK__ATT_SCALE] > 0.0 ? p->f[KK__ATT_SCALE] : 1.0 / sqrt((double)g.D);
   g.qscale = (float)(scale * 1.4426950408889634); /* log2(e): scores in log2 units */

@@ -62,10 +62,15 @@ const kk__att_kernels *kk__att_kernels_best(void);
 /* Tests: non-zero makes kk__attention_cpu use the generic kernels. */
 void kk__att_force_generic(int on);
 
-/* What every block of one call shares. */
+/* What every block of one call shares (of one sequence, for attention_varlen:
+ * src/cpu/attention_varlen_cpu.c). Rows are read through element strides
+ * (batch, head, sequence; each row of D elements contiguous), so a block
+ * reads contiguous tensors and views of packed ones alike. */
 typedef struct kk__att_geom {
-  const kk_op_params *p;
+  const kk_op_params *p; /* the `attention` op's: the mask (Sq, Sk), dropout */
   int64_t B, Hq, Hkv, Sq, Sk, D, Dp; /* Dp: D rounded up to KK__ATT_NT */
+  int64_t q_bs, q_hs, q_ss, k_bs, k_hs, k_ss, v_bs, v_hs, v_ss, o_bs, o_hs, o_ss;
+  int64_t lse_bs, lse_hs, lse_ss;
   kk_dtype dt;
   float qscale; /* softmax scale * log2(e) */
   int dropout;  /* p > 0: drop where the Philox word < drop_threshold */

@@ -64,12 +64,12 @@ static kk_status store_row(void *base, kk_dtype dt, int64_t idx, int64_t n, cons
 }
 
 /* The query block transposed and scaled: qt[d][r] = q[r][d] * scale log2(e);
- * the padding columns up to ncols are 0. */
-static kk_status load_q(const kk__att_geom *g, kk__att_scratch *w, int64_t row0, int rows,
+ * the padding columns up to ncols are 0. q0: the element index of row 0. */
+static kk_status load_q(const kk__att_geom *g, kk__att_scratch *w, int64_t q0, int rows,
                         int ncols) {
   kk_status st = KK_OK;
   for (int r = 0; r < rows && st == KK_OK; r++) {
-    st = load_row(g->q, g->dt, (row0 + r) * g->D, g->D, w->row);
+    st = load_row(g->q, g->dt, q0 + r * g->q_ss, g->D, w->row);
     for (int64_t d = 0; d < g->D; d++)
       w->qt[d * KK__ATT_BQ + r] = w->row[d] * g->qscale;
   }
@@ -78,20 +78,22 @@ static kk_status load_q(const kk__att_geom *g, kk__att_scratch *w, int64_t row0,
   return st;
 }
 
-/* Where the key block [j0, j0 + nk) of K and V is read from: the tensor itself
- * for f32 (V only when D needs no padding), else a converted copy. */
-static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t first, int nk,
-                          const float **k, const float **v, int64_t *ldv) {
+/* Where the key block of K and V is read from (k0, v0: the element index of
+ * its first row): the tensor itself for f32 (V only when D needs no padding),
+ * else a converted copy; *ldk, *ldv: their row strides. */
+static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t k0, int64_t v0,
+                          int nk, const float **k, int64_t *ldk, const float **v, int64_t *ldv) {
   const int64_t D = g->D, Dp = g->Dp;
   kk_status st = KK_OK;
-  *k = g->dt == KK_DTYPE_F32 ? (const float *)g->k + first * D : w->k;
+  *k = g->dt == KK_DTYPE_F32 ? (const float *)g->k + k0 : w->k;
+  *ldk = g->dt == KK_DTYPE_F32 ? g->k_ss : D;
   for (int j = 0; j < nk && g->dt != KK_DTYPE_F32 && st == KK_OK; j++)
-    st = load_row(g->k, g->dt, (first + j) * D, D, w->k + j * D);
+    st = load_row(g->k, g->dt, k0 + j * g->k_ss, D, w->k + j * D);
   const int direct = g->dt == KK_DTYPE_F32 && D == Dp;
-  *v = direct ? (const float *)g->v + first * D : w->v;
-  *ldv = direct ? D : Dp;
+  *v = direct ? (const float *)g->v + v0 : w->v;
+  *ldv = direct ? g->v_ss : Dp;
   for (int j = 0; j < nk && !direct && st == KK_OK; j++) {
-    st = load_row(g->v, g->dt, (first + j) * D, D, w->v + j * Dp);
+    st = load_row(g->v, g->dt, v0 + j * g->v_ss, D, w->v + j * Dp);
     memset(w->v + j * Dp + D, 0, (size_t)(Dp - D) * sizeof(float));
   }
   return st;
@@ -145,8 +147,10 @@ static void fold(const kk__att_geom *g, kk__att_scratch *w, int rows) {
 }
 
 /* o = acc / l (times 1/(1-p) with dropout), lse = ln(sum exp): the row's
- * final values; a row that saw no key gets o = 0 and lse = -inf. */
-static kk_status finish_rows(const kk__att_geom *g, kk__att_scratch *w, int64_t row0, int rows) {
+ * final values; a row that saw no key gets o = 0 and lse = -inf. o0, lse0:
+ * the element indexes of row 0. */
+static kk_status finish_rows(const kk__att_geom *g, kk__att_scratch *w, int64_t o0, int64_t lse0,
+                             int rows) {
   kk_status st = KK_OK;
   for (int r = 0; r < rows && st == KK_OK; r++) {
     float *o = w->o2 + r * g->Dp;
@@ -159,9 +163,9 @@ static kk_status finish_rows(const kk__att_geom *g, kk__att_scratch *w, int64_t 
     } else {
       memset(o, 0, (size_t)g->D * sizeof(float));
     }
-    st = store_row(g->o, g->dt, (row0 + r) * g->D, g->D, o);
+    st = store_row(g->o, g->dt, o0 + r * g->o_ss, g->D, o);
     if (g->lse)
-      g->lse[row0 + r] = (float)lse;
+      g->lse[lse0 + r * g->lse_ss] = (float)lse;
   }
   return st;
 }
@@ -171,8 +175,8 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
   const int64_t BQ = KK__ATT_BQ, Dp = g->Dp;
   const int rows = (int)(g->Sq - i0 < BQ ? g->Sq - i0 : BQ);
   const int ncols = (int)round_up(rows, KK__ATT_NT);
-  const int64_t bh = b * g->Hq + h, row0 = bh * g->Sq + i0;
-  const int64_t kv0 = (b * g->Hkv + h / (g->Hq / g->Hkv)) * g->Sk;
+  const int64_t bh = b * g->Hq + h, kvh = h / (g->Hq / g->Hkv);
+  const int64_t k0 = b * g->k_bs + kvh * g->k_hs, v0 = b * g->v_bs + kvh * g->v_hs;
 
   int64_t jmin = g->Sk, jmax = -1;
   for (int r = 0; r < rows; r++) {
@@ -191,7 +195,7 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
   for (int r = 0; r < rows; r++)
     w->carry[r] = 1.0f;
   int since_fold = 0;
-  kk_status st = load_q(g, w, row0, rows, ncols);
+  kk_status st = load_q(g, w, b * g->q_bs + h * g->q_hs + i0 * g->q_ss, rows, ncols);
 
   for (int64_t j0 = jmin; j0 <= jmax && st == KK_OK; j0 += KK__ATT_BK) {
     const int nk = (int)(jmax + 1 - j0 < KK__ATT_BK ? jmax + 1 - j0 : KK__ATT_BK);
@@ -201,10 +205,10 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
     if (!any)
       continue;
     const float *k, *v;
-    int64_t ldv;
-    st = kv_block(g, w, kv0 + j0, nk, &k, &v, &ldv);
+    int64_t ldk, ldv;
+    st = kv_block(g, w, k0 + j0 * g->k_ss, v0 + j0 * g->v_ss, nk, &k, &ldk, &v, &ldv);
     /* s[j][r] = k_j . q_r (scaled) */
-    g->kern->gemm(w->s, BQ, k, g->D, 1, w->qt, BQ, nk, ncols, (int)g->D, NULL);
+    g->kern->gemm(w->s, BQ, k, ldk, 1, w->qt, BQ, nk, ncols, (int)g->D, NULL);
     mask_block(w, rows, j0, nk);
     g->kern->softmax(w->s, BQ, nk, ncols, w->m, w->sum, w->alpha);
     for (int r = 0; r < rows; r++) {
@@ -221,5 +225,7 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
     }
   }
   fold(g, w, rows);
-  return st == KK_OK ? finish_rows(g, w, row0, rows) : st;
+  return st == KK_OK ? finish_rows(g, w, b * g->o_bs + h * g->o_hs + i0 * g->o_ss,
+                                   b * g->lse_bs + h * g->lse_hs + i0 * g->lse_ss, rows)
+                     : st;
 }

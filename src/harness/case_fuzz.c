@@ -78,6 +78,7 @@ static void sample_generic(kk__rng *r, kk_op_params *p, int64_t cap) {
                 p->i[i] = dt;
             break;
         case KK_PARAM_FLOAT: break; /* defaults: ops pick their own below */
+        case KK_PARAM_LIST: break;  /* data: the op's fix-up draws it */
         }
     }
 }
@@ -109,6 +110,39 @@ static void fix_attention(kk__rng *r, kk_op_params *p, int big) {
     if (dp >= 0) p->f[dp] = kk__rng_below(r, 4) == 0 ? 0.05 + 0.55 * kk__rng_uniform(r) : 0.0;
     set_int(p, "seed", (int64_t)(kk__rng_next(r) >> 1));
     set_int(p, "offset", (int64_t)(kk__rng_next(r) >> 1));
+}
+
+/* attention_varlen: 1 to 6 sequences of 0 to 64 query rows and keys each
+ * (zero-length sequences one time in five, Sq != Sk per sequence), the
+ * attention draw's heads, head dims, windows, scale and dropout; max_seqlen
+ * at 0 (the longest) or, one time in four, above it as FlashAttention's
+ * callers often give it. --big: Hkv = 1, so that Hq can grow. */
+static void fix_attention_varlen(kk__rng *r, kk_op_params *p, int big) {
+    fix_attention(r, p, big);
+    if (big) set_int(p, "Hkv", 1);
+    const int n = 1 + (int)kk__rng_below(r, 6);
+    char text[2][256] = {"", ""};
+    int64_t total[2] = {0, 0}, longest[2] = {0, 0};
+    for (int s = 0; s < n; s++)
+        for (int w = 0; w < 2; w++) {
+            int64_t len = kk__rng_below(r, 5) == 0 ? 0 : fuzz_size(r, 64);
+            if (s == n - 1 && total[w] == 0 && len == 0) len = 1; /* some row somewhere */
+            total[w] += len;
+            longest[w] = len > longest[w] ? len : longest[w];
+            snprintf(text[w] + strlen(text[w]), sizeof text[w] - strlen(text[w]), "%s%lld",
+                     s ? ":" : "", (long long)len);
+        }
+    kk_op_params_set(p, "seqlens_q", text[0]);
+    kk_op_params_set(p, "seqlens_k", text[1]);
+    set_int(p, "nseq", 0);
+    set_int(p, "total_q", 0);
+    set_int(p, "total_k", 0);
+    set_int(p, "max_seqlen_q", kk__rng_below(r, 4) ? 0 : longest[0] + kk__rng_below(r, 50));
+    set_int(p, "max_seqlen_k", kk__rng_below(r, 4) ? 0 : longest[1] + kk__rng_below(r, 50));
+    set_int(p, "window_left",
+            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
+    set_int(p, "window_right",
+            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
 }
 
 static void set_float(kk_op_params *p, const char *name, double v) {
@@ -149,6 +183,7 @@ static void fix_op(kk__rng *r, kk_op_params *p, int big) {
     const char *name = p->op->name;
     fix_row_ops(r, p);
     if (strcmp(name, "attention") == 0) fix_attention(r, p, big);
+    if (strcmp(name, "attention_varlen") == 0) fix_attention_varlen(r, p, big);
     if (strcmp(name, "convert") == 0) set_int(p, "n", fuzz_size(r, 5000));
     if (strcmp(name, "nvfp4_gemv") == 0) set_int(p, "L", kk__rng_below(r, 2) ? 1 : fuzz_size(r, 4));
 }
@@ -197,6 +232,7 @@ static int shrink_once(kk_op_params *p) {
 static const char *grow_param(const kk_op *op) {
     static const char *const table[][2] = {
         {"convert", "n"}, {"gemm", "M"}, {"linear", "M"}, {"attention", "Sk"}, {"nvfp4_gemv", "M"},
+        {"attention_varlen", "Hq"},
         {"nvfp4_gemm", "N"}, {"fp8_gemm", "M"}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(op->name, table[i][0]) == 0) return table[i][1];

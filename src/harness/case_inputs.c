@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "harness/harness_internal.h"
+#include "harness/op_attention_varlen.h"
 #include "harness/rng.h"
 #include "kernelkit/harness_run.h"
 
@@ -191,6 +192,15 @@ static kk_status fill_tensor(const fill_spec *s, void *buf, kk_dtype dt, size_t 
     return kk__error(KK_ERR_INTERNAL, "kk_case_fill_inputs", "converting random values failed");
 }
 
+/* attention_varlen's offsets are not drawn: they are the case's sequence
+ * lengths (its seqlens lists, or the even split), summed. */
+static void fill_cu_seqlens(const kk_op_params *p, int keys, void *buf, int64_t n) {
+    int32_t *cu = buf;
+    cu[0] = 0;
+    for (int64_t s = 0; s + 1 < n; s++)
+        cu[s + 1] = cu[s] + (int32_t)kk__attention_varlen_len(p, keys, s);
+}
+
 kk_status kk_case_fill_inputs(const kk_op_params *p, uint64_t seed, kk_input_dist dist,
                               void *const *inputs) {
     kk_op_tensor t[KK_OP_MAX_TENSORS];
@@ -206,6 +216,10 @@ kk_status kk_case_fill_inputs(const kk_op_params *p, uint64_t seed, kk_input_dis
         if (t[k].numel > 0 && !inputs[k])
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, t[k].name,
                                  "a buffer for every input", "NULL");
+        if (t[k].dtype == KK_DTYPE_INT32 && strcmp(p->op->name, "attention_varlen") == 0) {
+            fill_cu_seqlens(p, k == KK__AVL_T_CUK, inputs[k], t[k].numel);
+            continue;
+        }
         const fill_spec s = spec_for(p, &t[k], dist, &shift);
         st = fill_tensor(&s, inputs[k], t[k].dtype, (size_t)t[k].numel,
                          mix64(seed + (uint64_t)(k + 1) * GOLDEN));

@@ -59,6 +59,13 @@ kk_status kk__attention_reference(const kk_op_params *p, const double *const *in
 /* Keys [*lo, *hi] query row i may see (empty when *hi < *lo): the one
  * definition of the mask, used by the reference and the FLOP count. */
 void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo, int64_t *hi);
+/* One row of the reference: o[D] and *lse of query row i from q[D] and the
+ * kv head's rows k, v [Sk,D] (contiguous rows; s: Sk scratch doubles); bh
+ * is the dropout mask's batch * Hq + head. attention_varlen's reference runs
+ * it per sequence. */
+void kk__attention_ref_row(const kk_op_params *p, int64_t bh, int64_t i, double scale,
+                           const double *q, const double *k, const double *v, double *s,
+                           double *o, double *lse);
 
 /* ---- NVFP4 block-scaled GEMV (GPU MODE nvfp4_gemv) ---- */
 enum { KK__GEMV_M, KK__GEMV_K, KK__GEMV_L, KK__GEMV_LAYOUT, KK__GEMV_GLOBAL, KK__GEMV_NPARAMS };

@@ -29,6 +29,10 @@ kk_status kk__fp8_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream
 kk_status kk__attention_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
 kk_status kk__attention_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
 
+/* attention_varlen: src/cpu/attention_varlen_cpu.c (declared with its row in
+ * src/harness/op_attention_varlen.h), src/cuda/kernels/attention_varlen.cu */
+kk_status kk__attention_varlen_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
+
 /* nvfp4_gemv: src/cpu/nvfp4_gemv_cpu.c, src/cuda/kernels/nvfp4_gemv.cu */
 kk_status kk__nvfp4_gemv_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s);
 kk_status kk__nvfp4_gemv_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream s);

@@ -128,6 +128,12 @@ static void attend_row(const kk_op_params *p, int64_t bh, int64_t i,
   *lse = mx + log(sum);
 }
 
+void kk__attention_ref_row(const kk_op_params *p, int64_t bh, int64_t i,
+                           double scale, const double *q, const double *k,
+                           const double *v, double *s, double *o, double *lse) {
+  attend_row(p, bh, i, scale, q, k, v, s, o, lse);
+}
+
 kk_status kk__attention_reference(const kk_op_params *p,
                                   const double *const *in, double *const *out) {
   const int64_t B = p->i[KK__ATT_B], Hq = p->i[KK__ATT_HQ],

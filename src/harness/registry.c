@@ -26,11 +26,14 @@
 #include "harness/op_layernorm.h"
 #include "harness/op_rope.h"
 #include "harness/op_nvfp4_gemm.h"
+#include "harness/op_attention_varlen.h"
 
 /* Caps that keep every tensor's element count below 2^63 (the largest, an NVFP4
  * a [L,M,K], is at most 2^12 * 2^24 * 2^24 = 2^60). */
 #define DIM_MAX (INT64_C(1) << 24)
 #define SEQ_MAX (INT64_C(1) << 20)
+/* Room for one parameter's value as text: a LIST of KK_OP_LIST_MAX values. */
+#define KK__PARAM_TEXT_MAX 1024
 
 #define P_INT(nm, lo, hi, mul, d, h)                                           \
   {                                                                            \
@@ -183,6 +186,7 @@ static const kk_op ops[] = {
     KK__LAYERNORM_ROW, /* src/harness/op_layernorm.c */
     KK__ROPE_ROW, /* src/harness/op_rope.c */
     KK__NVFP4_GEMM_ROW, /* src/harness/op_nvfp4_gemm.c */
+    KK__ATTENTION_VARLEN_ROW, /* src/harness/op_attention_varlen.c */
 };
 
 #define OP_COUNT ((int)(sizeof ops / sizeof ops[0]))
@@ -327,8 +331,29 @@ static int in_range(const kk_op_param *d, int64_t v, double f) {
     return v >= 0 && v < count_choices(d->choices);
   case KK_PARAM_DTYPE:
     return dtype_allowed(d, v);
+  case KK_PARAM_LIST: /* the count; the values: list_in_range */
+    return v >= 0 && v <= KK_OP_LIST_MAX;
   }
   return 0;
+}
+
+/* Which of p->lists holds LIST parameter idx: the LIST parameters before it. */
+static int list_slot(const kk_op *op, int idx) {
+  int n = 0;
+  for (int k = 0; k < idx; k++)
+    n += op->params[k].kind == KK_PARAM_LIST;
+  return n;
+}
+
+/* Index of the first value of LIST parameter idx outside [min, max], -1 when
+ * none. */
+static int list_bad_value(const kk_op_params *p, int idx) {
+  const kk_op_param *d = &p->op->params[idx];
+  const int slot = list_slot(p->op, idx);
+  for (int k = 0; slot < KK_OP_MAX_LISTS && k < p->i[idx]; k++)
+    if (p->lists[slot][k] < d->min || p->lists[slot][k] > d->max)
+      return k;
+  return -1;
 }
 
 /* What an error says would have been accepted: "16..256", "one of f32, f16,
@@ -347,6 +372,11 @@ static void expected_text(const kk_op_param *d, char *buf, size_t size) {
     return;
   case KK_PARAM_BOOL:
     snprintf(buf, size, "0 or 1 (or true/false, yes/no, on/off)");
+    return;
+  case KK_PARAM_LIST:
+    snprintf(buf, size,
+             "up to %d integers in %lld..%lld separated by ':' (none: the empty list)",
+             KK_OP_LIST_MAX, (long long)d->min, (long long)d->max);
     return;
   default:
     break;
@@ -405,8 +435,32 @@ static int parse_value(const kk_op_param *d, const char *s, int64_t *v,
     *v = dt;
     return 1;
   }
+  case KK_PARAM_LIST: /* parse_list */
+    return 0;
   }
   return end != s && *end == '\0' && errno == 0;
+}
+
+/* "5:0:17" (or "none" or "" for the empty list) into values[]; the count in
+ * *n. 0 when the text is not such a list, a value is out of [min, max] or
+ * there are more than KK_OP_LIST_MAX. */
+static int parse_list(const kk_op_param *d, const char *s, int32_t *values,
+                      int64_t *n) {
+  *n = 0;
+  if (*s == '\0' || strcasecmp(s, "none") == 0)
+    return 1;
+  for (;;) {
+    char *end = NULL;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (end == s || errno != 0 || v < d->min || v > d->max ||
+        *n == KK_OP_LIST_MAX || (*end != ':' && *end != '\0'))
+      return 0;
+    values[(*n)++] = (int32_t)v;
+    if (*end == '\0')
+      return 1;
+    s = end + 1;
+  }
 }
 
 kk_status kk_op_params_init(const kk_op *op, kk_op_params *p) {
@@ -420,6 +474,12 @@ kk_status kk_op_params_init(const kk_op *op, kk_op_params *p) {
   for (int i = 0; i < op->nparams; i++) {
     p->i[i] = op->params[i].def;
     p->f[i] = op->params[i].fdef;
+    if (op->params[i].kind == KK_PARAM_LIST && op->params[i].def_list) {
+      const int slot = list_slot(op, i);
+      if (slot >= KK_OP_MAX_LISTS ||
+          !parse_list(&op->params[i], op->params[i].def_list, p->lists[slot], &p->i[i]))
+        return range_error(op, &op->params[i], op->params[i].def_list);
+    }
   }
   return KK_OK;
 }
@@ -447,6 +507,15 @@ kk_status kk_op_params_set(kk_op_params *p, const char *name,
   const kk_op_param *d = &p->op->params[idx];
   int64_t v = 0;
   double f = 0.0;
+  if (d->kind == KK_PARAM_LIST) {
+    const int slot = list_slot(p->op, idx);
+    int32_t values[KK_OP_LIST_MAX] = {0};
+    if (slot >= KK_OP_MAX_LISTS || !parse_list(d, value, values, &v))
+      return range_error(p->op, d, value);
+    memcpy(p->lists[slot], values, sizeof values); /* zeros past the count */
+    p->i[idx] = v;
+    return KK_OK;
+  }
   if (!parse_value(d, value, &v, &f) || !in_range(d, v, f))
     return range_error(p->op, d, value);
   p->i[idx] = v;
@@ -470,7 +539,7 @@ kk_status kk_op_params_parse(const kk_op *op, const char *text,
     if (end == s)
       break;
     const char *eq = memchr(s, '=', (size_t)(end - s));
-    char key[64], value[128];
+    char key[64], value[KK__PARAM_TEXT_MAX];
     if (!eq || eq == s || eq - s >= (long)sizeof key ||
         end - eq > (long)sizeof value)
       return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op->name, "parameter",
@@ -493,7 +562,13 @@ static void value_text(const kk_op_params *p, int idx, char *buf, size_t size) {
     snprintf(buf, size, "%s", d->choices[v]);
   else if (d->kind == KK_PARAM_DTYPE && v >= 0 && v < KK_DTYPE_COUNT)
     snprintf(buf, size, "%s", kk_dtype_name((kk_dtype)v));
-  else
+  else if (d->kind == KK_PARAM_LIST) {
+    const int slot = list_slot(p->op, idx);
+    snprintf(buf, size, "%s", v > 0 ? "" : "none");
+    for (int64_t k = 0; slot < KK_OP_MAX_LISTS && k < v && k < KK_OP_LIST_MAX; k++)
+      snprintf(buf + strlen(buf), size - strlen(buf), "%s%d", k ? ":" : "",
+               (int)p->lists[slot][k]);
+  } else
     snprintf(buf, size, "%lld", (long long)v);
 }
 
@@ -505,8 +580,10 @@ kk_status kk_op_params_validate(const kk_op_params *p) {
     return st;
   for (int i = 0; i < p->op->nparams; i++) {
     const kk_op_param *d = &p->op->params[i];
-    if (!in_range(d, p->i[i], p->f[i])) {
-      char text[64];
+    if (!in_range(d, p->i[i], p->f[i]) ||
+        (d->kind == KK_PARAM_LIST &&
+         (list_slot(p->op, i) >= KK_OP_MAX_LISTS || list_bad_value(p, i) >= 0))) {
+      char text[KK__PARAM_TEXT_MAX];
       value_text(p, i, text, sizeof text);
       return range_error(p->op, d, text);
     }
@@ -530,6 +607,21 @@ double kk_op_params_float(const kk_op_params *p, const char *name) {
                                                    : (double)p->i[idx];
 }
 
+int kk_op_params_list(const kk_op_params *p, const char *name,
+                      const int32_t **values) {
+  const int idx = p ? kk_op_param_index(p->op, name) : -1;
+  if (values)
+    *values = NULL;
+  if (idx < 0 || p->op->params[idx].kind != KK_PARAM_LIST)
+    return 0;
+  const int slot = list_slot(p->op, idx);
+  if (slot >= KK_OP_MAX_LISTS || p->i[idx] < 0 || p->i[idx] > KK_OP_LIST_MAX)
+    return 0;
+  if (values)
+    *values = p->lists[slot];
+  return (int)p->i[idx];
+}
+
 kk_status kk_op_params_format(const kk_op_params *p, char *buf, size_t size) {
   kk_status st = KK__CHECK_NOT_NULL(p);
   if (st == KK_OK)
@@ -540,7 +632,7 @@ kk_status kk_op_params_format(const kk_op_params *p, char *buf, size_t size) {
     return st;
   size_t used = 0;
   for (int i = 0; i < p->op->nparams; i++) {
-    char text[64];
+    char text[KK__PARAM_TEXT_MAX];
     value_text(p, i, text, sizeof text);
     char *at = used < size ? buf + used : NULL; /* past the end: only count */
     int n = snprintf(at, at ? size - used : 0, "%s%s=%s", i ? " " : "",

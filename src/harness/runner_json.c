@@ -34,7 +34,7 @@ static cJSON *output_json(const kk_case_output *o) {
 }
 
 static void add_case(cJSON *j, const kk_case *c) {
-    char params[1024], seed[32];
+    char params[2048], seed[32]; /* attention_varlen: lists of lengths */
     kk_op_params_format(&c->params, params, sizeof params);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
     cJSON_AddStringToObject(j, "name", c->name);

@@ -68,6 +68,11 @@ static const kk_suite_entry entries[] = {
     {S, "fp8_gemm", "3x5x17-e5m2xe4m3", "M=3 N=5 K=17 a_dtype=fp8_e5m2 b_dtype=fp8_e4m3"},
     {S, "attention", "17x33-gqa-causal", "B=1 Hq=2 Hkv=1 Sq=17 Sk=33 D=64 causal=1"},
     {S, "attention", "9x9-d32-lse", "B=1 Hq=2 Hkv=2 Sq=9 Sk=9 D=32 lse=1"},
+    /* attention_varlen: the lengths are the case's data (seqlens_q, seqlens_k) */
+    {S, "attention_varlen", "3seq-gqa-causal",
+     "Hq=2 Hkv=1 D=64 causal=1 seqlens_q=5:0:17 seqlens_k=9:4:17"},
+    {S, "attention_varlen", "even4-d32-lse",
+     "nseq=4 total_q=30 total_k=41 Hq=2 Hkv=2 D=32 lse=1 seqlens_q=none seqlens_k=none"},
     GEMV(S, "seeds-smoke1", 128, 256, 1),
     GEMV(S, "seeds-smoke2", 256, 512, 2),
     {S, "nvfp4_gemv", "129x256x1-blocked-global", "M=129 K=256 L=1 scale_layout=blocked global=1"},
@@ -127,6 +132,27 @@ static const kk_suite_entry entries[] = {
     {C, "attention", "decode-dropout-1500",
      "B=2 Hq=4 Hkv=2 Sq=2 Sk=1500 D=128 dropout=0.2 seed=99 offset=5"},
     {C, "attention", "scale0.5", "B=1 Hq=2 Hkv=2 Sq=33 Sk=47 D=64 scale=0.5"},
+    /* attention_varlen: empty sequences (no queries, no keys: rows with o = 0
+     * and lse = -inf), Sq != Sk per sequence under the bottom-right mask,
+     * lengths next to the tile sizes, max_seqlen above the longest, dropout
+     * with the sequence as the mask's batch, many one-row sequences (decode) */
+    {C, "attention_varlen", "empty-seqs-causal-lse",
+     "Hq=4 Hkv=2 D=64 causal=1 lse=1 seqlens_q=0:130:1:64:0 seqlens_k=3:200:1:0:0"},
+    {C, "attention_varlen", "sq-gt-sk-causal-lse",
+     "Hq=2 Hkv=1 D=64 causal=1 lse=1 seqlens_q=100:7:129 seqlens_k=30:7:128"},
+    {C, "attention_varlen", "window32-0-d128-lse",
+     "Hq=2 Hkv=2 D=128 window_left=32 window_right=0 lse=1 seqlens_q=129:64:1 seqlens_k=129:300:1"},
+    {C, "attention_varlen", "d96-max-above",
+     "Hq=4 Hkv=4 D=96 max_seqlen_q=300 max_seqlen_k=400 seqlens_q=129:127:1 seqlens_k=65:256:2"},
+    {C, "attention_varlen", "d256-mqa-causal",
+     "Hq=4 Hkv=1 D=256 causal=1 seqlens_q=33:64 seqlens_k=47:64"},
+    {C, "attention_varlen", "d40-scale0.5", "Hq=2 Hkv=2 D=40 scale=0.5 seqlens_q=17:200 seqlens_k=33:190"},
+    {C, "attention_varlen", "dropout-causal",
+     "Hq=4 Hkv=2 D=64 causal=1 dropout=0.2 seed=99 offset=5 seqlens_q=100:0:37 seqlens_k=120:9:37"},
+    {C, "attention_varlen", "decode-8x1-mqa",
+     "Hq=8 Hkv=1 D=128 seqlens_q=1:1:1:1:1:1:1:1 seqlens_k=512:3:1000:77:256:1:130:64"},
+    {C, "attention_varlen", "even16-causal",
+     "nseq=16 total_q=1000 total_k=1000 Hq=2 Hkv=2 D=64 causal=1 seqlens_q=none seqlens_k=none"},
     GEMV(C, "seeds-correctness1", 128, 256, 1),
     GEMV(C, "seeds-correctness2", 256, 512, 4),
     GEMV(C, "seeds-correctness3", 512, 1024, 8),
@@ -198,6 +224,13 @@ static const kk_suite_entry entries[] = {
     DECODE(64, 4096),
     DECODE(1, 65536),
     {P, "attention", "seeds-B32-H8-S512", "B=32 Hq=8 Hkv=8 Sq=512 Sk=512 D=64 dtype=f16"},
+    /* 16k tokens in eight sequences of 512 to 4096, H = 16, D = 128 */
+    {P, "attention_varlen", "varlen-d128-16k",
+     "Hq=16 Hkv=16 D=128 dtype=bf16 seqlens_q=4096:2048:3072:1024:2048:512:1536:2048 "
+     "seqlens_k=4096:2048:3072:1024:2048:512:1536:2048"},
+    {P, "attention_varlen", "varlen-d128-16k-causal",
+     "Hq=16 Hkv=16 D=128 dtype=bf16 causal=1 seqlens_q=4096:2048:3072:1024:2048:512:1536:2048 "
+     "seqlens_k=4096:2048:3072:1024:2048:512:1536:2048"},
     GEMV(P, "gpumode-bench1", 7168, 16384, 1),
     GEMV(P, "gpumode-bench2", 4096, 7168, 8),
     GEMV(P, "gpumode-bench3", 7168, 2048, 4),

@@ -126,6 +126,97 @@ kk_status kk_attention(const kk_tensor *q, const kk_tensor *k, const kk_tensor *
     return run("attention", text, t, lse ? 5 : 4, stream);
 }
 
+/* A [total,H,D] tensor (FlashAttention's varlen layout) as the [1,H,total,D]
+ * view attention_varlen takes; a 4-dimensional one as it is (*view NULL). */
+static kk_status packed_view(const char *name, const kk_tensor *t, kk_tensor **view,
+                             const kk_tensor **use) {
+    *view = NULL;
+    *use = t;
+    if (t->ndim == 4) return KK_OK;
+    kk_tensor *r = NULL;
+    const int64_t shape[4] = {1, t->shape[0], t->shape[1], t->shape[2]};
+    kk_status st = kk_tensor_reshape(t, 4, shape, &r);
+    if (st == KK_OK) st = kk_tensor_transpose(r, 1, 2, view);
+    kk_tensor_destroy(r);
+    if (st != KK_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", kk_last_error_message());
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", name,
+                             "a [total,H,D] tensor that a [1,H,total,D] view can read", "%s",
+                             why);
+    }
+    *use = *view;
+    return KK_OK;
+}
+
+static kk_status seqlen_arg(const char *name, int64_t v) {
+    if (v >= 1 && v <= (INT64_C(1) << 20)) return KK_OK;
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", name,
+                         "1..1048576, at least the longest sequence's length", "%" PRId64, v);
+}
+
+kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, const kk_tensor *v,
+                              const kk_tensor *cu_seqlens_q, const kk_tensor *cu_seqlens_k,
+                              int64_t max_seqlen_q, int64_t max_seqlen_k, kk_tensor *o,
+                              kk_tensor *lse, const kk_attention_options *opt, kk_stream stream) {
+    static const char *const op = "attention_varlen";
+    const kk_attention_options defaults = KK_ATTENTION_OPTIONS_INIT;
+    if (!opt) opt = &defaults;
+    kk_status st = q ? KK_OK : kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "q", "a tensor", "NULL");
+    if (st == KK_OK && q->ndim != 3 && q->ndim != 4)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "q",
+                           "3 dimensions [total_q,Hq,D] or 4 [1,Hq,total_q,D]", "%d", q->ndim);
+    if (st == KK_OK) st = need(op, "k", k, q->ndim);
+    if (st == KK_OK) st = need(op, "v", v, q->ndim);
+    if (st == KK_OK) st = need(op, "o", o, q->ndim);
+    if (st == KK_OK) st = need(op, "cu_seqlens_q", cu_seqlens_q, 1);
+    if (st == KK_OK) st = need(op, "cu_seqlens_k", cu_seqlens_k, 1);
+    if (st == KK_OK && cu_seqlens_q->shape[0] < 2)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "cu_seqlens_q",
+                           "nseq + 1 >= 2 offsets (one sequence at least)", "%" PRId64 " offsets",
+                           cu_seqlens_q->shape[0]);
+    if (st == KK_OK && lse && lse->ndim != 2 && lse->ndim != 3)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "lse",
+                           "2 dimensions [Hq,total_q] or 3 [1,Hq,total_q]", "%d", lse->ndim);
+    if (st == KK_OK) st = seqlen_arg("max_seqlen_q", max_seqlen_q);
+    if (st == KK_OK) st = seqlen_arg("max_seqlen_k", max_seqlen_k);
+    if (st == KK_OK && opt->seed > INT64_MAX)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->seed", "at most 2^63-1",
+                           "%" PRIu64, opt->seed);
+    if (st == KK_OK && opt->offset > INT64_MAX)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->offset", "at most 2^63-1",
+                           "%" PRIu64, opt->offset);
+    if (st != KK_OK) return st;
+    kk_tensor *views[5] = {NULL, NULL, NULL, NULL, NULL};
+    const kk_tensor *qv, *kv, *vv, *ov, *lv = lse;
+    st = packed_view("q", q, &views[0], &qv);
+    if (st == KK_OK) st = packed_view("k", k, &views[1], &kv);
+    if (st == KK_OK) st = packed_view("v", v, &views[2], &vv);
+    if (st == KK_OK) st = packed_view("o", o, &views[3], &ov);
+    if (st == KK_OK && lse && lse->ndim == 2) {
+        const int64_t shape[3] = {1, lse->shape[0], lse->shape[1]};
+        st = kk_tensor_reshape(lse, 3, shape, &views[4]);
+        lv = views[4];
+    }
+    if (st == KK_OK) {
+        char text[TEXT_MAX];
+        snprintf(text, sizeof text,
+                 "nseq=%" PRId64 " Hq=%" PRId64 " Hkv=%" PRId64 " total_q=%" PRId64
+                 " total_k=%" PRId64 " max_seqlen_q=%" PRId64 " max_seqlen_k=%" PRId64
+                 " D=%" PRId64 " causal=%d window_left=%" PRId64 " window_right=%" PRId64
+                 " scale=%.17g lse=%d dtype=%s dropout=%.17g seed=%" PRIu64 " offset=%" PRIu64
+                 " seqlens_q=none seqlens_k=none",
+                 cu_seqlens_q->shape[0] - 1, qv->shape[1], kv->shape[1], qv->shape[2],
+                 kv->shape[2], max_seqlen_q, max_seqlen_k, qv->shape[3], opt->causal != 0,
+                 opt->window_left, opt->window_right, opt->scale, lse != NULL,
+                 kk_dtype_name(q->dtype), opt->dropout, opt->seed, opt->offset);
+        const kk_tensor *t[] = {qv, kv, vv, cu_seqlens_q, cu_seqlens_k, ov, lv};
+        st = run(op, text, t, lse ? 7 : 6, stream);
+    }
+    for (int i = 0; i < 5; i++) kk_tensor_destroy(views[i]);
+    return st;
+}
+
 kk_status kk_nvfp4_gemv(const kk_tensor *a, const kk_tensor *sa, const kk_tensor *b,
                         const kk_tensor *sb, const kk_tensor *ga, const kk_tensor *gb,
                         kk_tensor *c, kk_stream stream) {

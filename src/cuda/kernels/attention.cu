@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "cuda/kernels/attention_decode.cuh"
+#include "cuda/kernels/attention_hopper.cuh"
+#include "cuda/kernels/launch_util.cuh"
 #include "harness/harness_internal.h"
 #include "harness/op_kernels.h"
 
@@ -23,22 +25,7 @@ namespace {
 
 using kk_attn::Params;
 
-// Above 48 KiB of dynamic shared memory a kernel must opt in, once per device
-// and kernel; a flag per device (one set per Kernel, the template argument)
-// keeps the call off the launch path (a race only sets it twice).
-template <auto Kernel> cudaError_t opt_in(size_t smem) {
-    static std::atomic<unsigned long long> opted_in{0};
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    const unsigned long long bit = 1ull << (dev & 63);
-    if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-        e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return e;
-        opted_in.fetch_or(bit);
-    }
-    return cudaSuccess;
-}
+using kk_cuda::opt_in;
 
 template <int KD, typename T, bool kDropout, class C = kk_attn::Config<KD>>
 cudaError_t launch(const Params &p, cudaStream_t stream) {
@@ -86,100 +73,6 @@ cudaError_t launch_dim(const Params &p, int kd, cudaStream_t stream) {
 
 template <typename T> cudaError_t launch_dtype(const Params &p, int kd, cudaStream_t stream) {
     return p.dropout ? launch_dim<T, true>(p, kd, stream) : launch_dim<T, false>(p, kd, stream);
-}
-
-// ---- decode (flash-decoding): attention_decode.cuh ----
-
-// SMs of the current device, read once per device.
-int sm_count() {
-    static std::atomic<int> cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-    int n = cached[dev].load(std::memory_order_relaxed);
-    if (n == 0) {
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) n = 132;
-        cached[dev].store(n, std::memory_order_relaxed);
-    }
-    return n;
-}
-
-// Shared memory a block may opt in to on the current device, read once per
-// device (227 KiB on Hopper, 163 KiB on A100, 99 KiB on Ada and GA10x).
-int smem_optin() {
-    static std::atomic<int> cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 48 << 10;
-    int n = cached[dev].load(std::memory_order_relaxed);
-    if (n == 0) {
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-            n = 48 << 10;
-        cached[dev].store(n, std::memory_order_relaxed);
-    }
-    return n;
-}
-
-size_t decode_smem(int kd, size_t elem) {
-    return (size_t)(kk_attn::kDecodeRows + kk_attn::kWarps * 2 * kk_attn::kDecodeKeys) * (kd + 8) *
-           elem;
-}
-
-// Decode when one m16 tile holds every query row of a kv head, the keys are
-// long enough to split (the forward kernel would leave most SMs idle) and the
-// device has the shared memory (head dim 128 needs 143 KiB: not on Ada).
-bool use_decode(const Params &p, int kd) {
-    return (kd == 64 || kd == 128) && (p.Hq / p.Hkv) * p.Sq <= kk_attn::kDecodeRows &&
-           p.Sk >= 512 && decode_smem(kd, 2) <= (size_t)smem_optin();
-}
-
-template <int KD, typename T, bool kDropout>
-cudaError_t launch_decode_kernel(const kk_attn::DecodeParams &dp, cudaStream_t stream) {
-    using namespace kk_attn;
-    const size_t smem = decode_smem(KD, sizeof(T));
-    auto kernel = attention_decode_kernel<KD, T, kDropout>;
-    cudaError_t e = opt_in<attention_decode_kernel<KD, T, kDropout>>(smem);
-    if (e != cudaSuccess) return e;
-    kernel<<<dim3((unsigned)dp.splits, (unsigned)(dp.p.B * dp.p.Hkv)), kThreads, smem, stream>>>(dp);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    const int64_t rows = (int64_t)dp.p.B * dp.p.Hq * dp.p.Sq;
-    attention_combine_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(dp);
-    return cudaGetLastError();
-}
-
-// The split count: as many splits as fill one wave of CTAs (the decode
-// kernel's shared memory allows one CTA per SM at head dim 128), so a small
-// batch leaves no SM idle and no wave half empty (two CTAs per SM gave 2.2
-// waves and 57% of the read bandwidth at B = 1, Sk = 8192); at least four
-// 64-key blocks (one per warp) per split. The partial results live in a
-// stream-ordered allocation, freed on the stream after the combine.
-template <typename T>
-cudaError_t launch_decode(const Params &p, int kd, cudaStream_t stream) {
-    kk_attn::DecodeParams dp;
-    dp.p = p;
-    dp.group = p.Hq / p.Hkv;
-    const int64_t kv_heads = (int64_t)p.B * p.Hkv;
-    const int64_t min_keys = kk_attn::kWarps * kk_attn::kDecodeKeys;
-    int64_t splits = (int64_t)sm_count() / kv_heads;
-    const int64_t most = (p.Sk + min_keys - 1) / min_keys;
-    splits = splits < 1 ? 1 : splits > most ? most : splits;
-    int64_t per = (p.Sk + splits - 1) / splits;
-    per = (per + kk_attn::kDecodeKeys - 1) / kk_attn::kDecodeKeys * kk_attn::kDecodeKeys;
-    dp.splits = (int)((p.Sk + per - 1) / per);
-    dp.keys_per_split = (int)per;
-    const int64_t rows = (int64_t)p.B * p.Hq * p.Sq;
-    void *ws = nullptr;
-    cudaError_t e = cudaMallocAsync(&ws, (size_t)rows * dp.splits * (p.d + 1) * sizeof(float), stream);
-    if (e != cudaSuccess) return e;
-    dp.part_o = static_cast<float *>(ws);
-    dp.part_lse = dp.part_o + rows * dp.splits * p.d;
-    if (kd == 64)
-        e = p.dropout ? launch_decode_kernel<64, T, true>(dp, stream)
-                      : launch_decode_kernel<64, T, false>(dp, stream);
-    else
-        e = p.dropout ? launch_decode_kernel<128, T, true>(dp, stream)
-                      : launch_decode_kernel<128, T, false>(dp, stream);
-    const cudaError_t f = cudaFreeAsync(ws, stream);
-    return e != cudaSuccess ? e : f;
 }
 
 // The smallest compiled head dim that holds d.
@@ -261,8 +154,10 @@ extern "C" kk_status kk__attention_cuda(const kk_op_params *op, kk_tensor *const
     const int kd = padded_head_dim(D);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     cudaError_t e;
-    if (use_decode(p, kd))
-        e = dt == KK_DTYPE_BF16 ? launch_decode<__nv_bfloat16>(p, kd, s) : launch_decode<__half>(p, kd, s);
+    if (kk_attn::use_decode(p, kd))
+        e = kk_attn::launch_decode(p, kd, dt == KK_DTYPE_BF16, s);
+    else if ((kd == 64 || kd == 128) && kk_attn::hopper_ready())
+        e = kk_attn::launch_hopper(p, kd, dt == KK_DTYPE_BF16, s);
     else
         e = dt == KK_DTYPE_BF16 ? launch_dtype<__nv_bfloat16>(p, kd, s) : launch_dtype<__half>(p, kd, s);
     if (e != cudaSuccess)

@@ -61,6 +61,10 @@ struct Params {
     uint32_t drop_threshold;
     float drop_rescale;             // 1 / (1 - p)
     uint64_t seed, offset;
+    // attention_varlen (the kVarlen kernel): int32 offsets [B + 1] of each
+    // sequence's query rows and keys in the packed q/o and k/v; B is then the
+    // number of sequences, Sq and Sk the totals (the rows of the tensors).
+    const int *cu_q, *cu_k;
 };
 
 template <typename T> struct MmaType;
@@ -151,6 +155,17 @@ __device__ __forceinline__ void key_range(const Params &p, int i, int &lo, int &
     if (p.window_right >= 0 && c + p.window_right < hi) hi = c + p.window_right;
     if (p.window_left >= 0 && c - p.window_left > lo) lo = c - p.window_left;
 }
+// The same for one sequence of a packed batch (attention_varlen): Sq and Sk
+// are the sequence's lengths.
+__device__ __forceinline__ void key_range(const Params &p, int i, int Sq, int Sk, int &lo,
+                                          int &hi) {
+    const int c = i + Sk - Sq;
+    lo = 0;
+    hi = Sk - 1;
+    if (p.causal && c < hi) hi = c;
+    if (p.window_right >= 0 && c + p.window_right < hi) hi = c + p.window_right;
+    if (p.window_left >= 0 && c - p.window_left > lo) lo = c - p.window_left;
+}
 
 // One row r (0: g, 1: g + 8) of an m16 tile, after its scores s (raw, masked
 // to -inf) for one key block: the online softmax. New maximum m (raw units),
@@ -206,7 +221,14 @@ __device__ __forceinline__ void dropout_rows(float (&s)[kNTiles][4], const Param
         }
 }
 
-template <int KD, typename T, bool kDropout, class C = Config<KD>>
+// kVarlen: attention_varlen's packed batch. blockIdx.x is then sequence x Hq
+// + head and blockIdx.y the query block; the CTA reads its sequence's offsets
+// from p.cu_q / p.cu_k, leaves at once when its query block starts past the
+// sequence's end (the grid is sized by the longest sequence), and masks with
+// the sequence's own lengths. b is the sequence, as the dropout mask's batch
+// (src/core/philox.h). Without kVarlen the code is the fixed-length kernel's,
+// unchanged.
+template <int KD, typename T, bool kDropout, class C = Config<KD>, bool kVarlen = false>
 __global__ void __launch_bounds__(kThreads)
     attention_fwd_kernel(const Params p) {
     using M = MmaType<T>;
@@ -224,27 +246,55 @@ __global__ void __launch_bounds__(kThreads)
     T *sK = sQ + kBlockM * kPitch;
     T *sV = sK + kBlockN * kPitch;
 
-    // Heavy query blocks (the bottom rows, under a causal mask) first.
-    const int m_block = gridDim.x - 1 - blockIdx.x;
-    const int bh = blockIdx.y;
+    // Heavy query blocks (the bottom rows, under a causal mask) first. kVarlen
+    // swaps the grid's axes: sequences x heads may pass grid.y's 65535.
+    const int m_block = kVarlen ? gridDim.y - 1 - blockIdx.y : gridDim.x - 1 - blockIdx.x;
+    const int bh = kVarlen ? blockIdx.x : blockIdx.y;
     const int b = bh / p.Hq, h = bh % p.Hq;
     const int hk = h / (p.Hq / p.Hkv);
     const int q0 = m_block * kBlockM;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 
-    const T *gQ = static_cast<const T *>(p.q) + b * p.q_bs + h * p.q_hs + (int64_t)q0 * p.q_ss;
-    const T *gK = static_cast<const T *>(p.k) + b * p.k_bs + hk * p.k_hs;
-    const T *gV = static_cast<const T *>(p.v) + b * p.v_bs + hk * p.v_hs;
-    T *gO = static_cast<T *>(p.o) + b * p.o_bs + h * p.o_hs;
+    // This batch's (sequence's) lengths, and where its rows start: the batch
+    // stride, or for kVarlen the sequence's first row (the batch dim is 1).
+    // The fixed-length kernel reads p.Sq and p.Sk where it always did (the
+    // `kVarlen ? vSq : p.Sq` below), so its PTX, registers and spills do not
+    // change (docs/kernels/attention.md, "Variable-length batches").
+    int vSq = 0, vSk = 0;
+    int64_t q_base = 0, k_base = 0, v_base = 0, o_base = 0;
+    if constexpr (kVarlen) {
+        const int sq0 = p.cu_q[b], sk0 = p.cu_k[b];
+        vSq = p.cu_q[b + 1] - sq0;
+        vSk = p.cu_k[b + 1] - sk0;
+        // offsets that do not fit the tensors (not checked on the host: they
+        // are device data) leave the sequence unwritten, never read outside
+        if (q0 >= vSq || sq0 < 0 || sk0 < 0 || vSk < 0 || sq0 + vSq > p.Sq || sk0 + vSk > p.Sk)
+            return;
+        q_base = (int64_t)sq0 * p.q_ss, o_base = (int64_t)sq0 * p.o_ss;
+        k_base = (int64_t)sk0 * p.k_ss, v_base = (int64_t)sk0 * p.v_ss;
+    }
+    const auto range = [&](int i, int &lo, int &hi) {
+        if constexpr (kVarlen) key_range(p, i, vSq, vSk, lo, hi);
+        else key_range(p, i, lo, hi);
+    };
+    const T *gQ =
+        kVarlen ? static_cast<const T *>(p.q) + q_base + h * p.q_hs + (int64_t)q0 * p.q_ss
+                : static_cast<const T *>(p.q) + b * p.q_bs + h * p.q_hs + (int64_t)q0 * p.q_ss;
+    const T *gK = kVarlen ? static_cast<const T *>(p.k) + k_base + hk * p.k_hs
+                          : static_cast<const T *>(p.k) + b * p.k_bs + hk * p.k_hs;
+    const T *gV = kVarlen ? static_cast<const T *>(p.v) + v_base + hk * p.v_hs
+                          : static_cast<const T *>(p.v) + b * p.v_bs + hk * p.v_hs;
+    T *gO = kVarlen ? static_cast<T *>(p.o) + o_base + h * p.o_hs
+                    : static_cast<T *>(p.o) + b * p.o_bs + h * p.o_hs;
 
     // The keys any row of this block may see; lo and hi grow with the row.
-    const int q_last = min(q0 + kBlockM, p.Sq) - 1;
+    const int q_last = min(q0 + kBlockM, (kVarlen ? vSq : p.Sq)) - 1;
     int lo_first, hi_first, lo_last, hi_last;
-    key_range(p, q0, lo_first, hi_first);
-    key_range(p, q_last, lo_last, hi_last);
+    range(q0, lo_first, hi_first);
+    range(q_last, lo_last, hi_last);
     const int n_begin = max(lo_first, 0) / kBlockN * kBlockN;
-    const int n_end = min(hi_last, p.Sk - 1); // inclusive
+    const int n_end = min(hi_last, (kVarlen ? vSk : p.Sk) - 1); // inclusive
 
     // This thread's rows: g and g + 8 of each of its warp's m16 tiles; tile mt
     // of warp w covers rows (mt * kWarps + w) * 16 .. +15 of the block, so row
@@ -262,8 +312,9 @@ __global__ void __launch_bounds__(kThreads)
         m_run[mt][0] = m_run[mt][1] = -INFINITY, l_run[mt][0] = l_run[mt][1] = 0.f;
 
     if (n_begin <= n_end) {
-        load_tile<KD>(sQ, gQ, p.q_ss, kBlockM, p.Sq - q0, p.d);
-        load_tile<KD>(sK, gK + (int64_t)n_begin * p.k_ss, p.k_ss, kBlockN, p.Sk - n_begin, p.d);
+        load_tile<KD>(sQ, gQ, p.q_ss, kBlockM, (kVarlen ? vSq : p.Sq) - q0, p.d);
+        load_tile<KD>(sK, gK + (int64_t)n_begin * p.k_ss, p.k_ss, kBlockN,
+                      (kVarlen ? vSk : p.Sk) - n_begin, p.d);
         cp_async_commit();
     }
     uint32_t q_frag[kQInRegs ? kMT : 1][kQInRegs ? kKSteps : 1][4];
@@ -271,7 +322,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int n0 = n_begin; n0 <= n_end; n0 += kBlockN) {
         cp_async_wait_all();
         __syncthreads(); // K (and Q) in; every warp done with the last V
-        load_tile<KD>(sV, gV + (int64_t)n0 * p.v_ss, p.v_ss, kBlockN, p.Sk - n0, p.d);
+        load_tile<KD>(sV, gV + (int64_t)n0 * p.v_ss, p.v_ss, kBlockN,
+                      (kVarlen ? vSk : p.Sk) - n0, p.d);
         cp_async_commit();
 
         // A fragments of Q: rows lane%16 of the tile, columns 8*(lane/16) of the step.
@@ -317,14 +369,15 @@ __global__ void __launch_bounds__(kThreads)
 
         // Mask (raw scores to -inf) only when some (row, key) of this block
         // falls outside its range.
-        const bool full = lo_last <= n0 && hi_first >= n0 + kBlockN - 1 && n0 + kBlockN <= p.Sk;
+        const bool full = lo_last <= n0 && hi_first >= n0 + kBlockN - 1 &&
+                          n0 + kBlockN <= (kVarlen ? vSk : p.Sk);
         if (!full) {
 #pragma unroll
             for (int mt = 0; mt < kMT; mt++)
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     int lo, hi;
-                    key_range(p, row_base + mt * 16 * kWarps + 8 * r, lo, hi);
+                    range(row_base + mt * 16 * kWarps + 8 * r, lo, hi);
 #pragma unroll
                     for (int nt = 0; nt < kNTiles; nt++)
 #pragma unroll
@@ -352,7 +405,7 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads(); // V in; every warp done with K
         if (n0 + kBlockN <= n_end) {
             load_tile<KD>(sK, gK + (int64_t)(n0 + kBlockN) * p.k_ss, p.k_ss, kBlockN,
-                          p.Sk - n0 - kBlockN, p.d);
+                          (kVarlen ? vSk : p.Sk) - n0 - kBlockN, p.d);
             cp_async_commit();
         }
 
@@ -395,7 +448,7 @@ __global__ void __launch_bounds__(kThreads)
             const int i = row_base + mt * 16 * kWarps + 8 * r;
             // A row that saw no key has l = 0: o = 0 and lse = -inf.
             const float inv = l > 0.f ? (kDropout ? p.drop_rescale : 1.f) / l : 0.f;
-            if (i < p.Sq) {
+            if (i < (kVarlen ? vSq : p.Sq)) {
                 T *orow = gO + (int64_t)i * p.o_ss;
 #pragma unroll
                 for (int dt = 0; dt < kDTiles; dt++) {
@@ -405,7 +458,8 @@ __global__ void __launch_bounds__(kThreads)
                             M::pack(o_acc[mt][dt][2 * r] * inv, o_acc[mt][dt][2 * r + 1] * inv);
                 }
                 if (p.lse && t == 0)
-                    p.lse[(int64_t)bh * p.Sq + i] =
+                    p.lse[kVarlen ? (int64_t)h * p.Sq + p.cu_q[b] + i // [1,Hq,total_q]
+                                  : (int64_t)bh * p.Sq + i] =
                         l > 0.f ? (m_run[mt][r] * p.scale_log2 + log2f(l)) / kLog2e : -INFINITY;
             }
         }

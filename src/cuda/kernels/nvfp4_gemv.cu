@@ -15,14 +15,21 @@
 // Decoding happens in registers, to f16, exactly: a block's 16 products a*b
 // are summed in half2 (8 per lane, each a multiple of 2^-16 below 2^-5, so
 // every partial sum is exact), then in f32 times the exact scale product.
-// Two decoders (docs: "versions"):
+// Four decoders (docs: "versions"):
 //   variant 0 "bits": the e2m1 bits land in f16 bits [11:9] and 15, which is
 //     the value times 2^-14 (f16's subnormals line up with e2m1's); b is
 //     brought back to its true value by one multiply by 2^14.
 //   variant 1 "cvt":  each nibble becomes an e4m3 byte (value times 2^-6) and
 //     cvt.rn.f16x2.e4m3x2 (sm_89+; emulated on sm_80) turns pairs into half2.
-// KK_NVFP4_GEMV_VARIANT=0|1 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the four
-// instantiations at launch (default 0 and 8), for tuning on the GPU.
+//   variant 2 "int":  no f16 at all: prmt looks a's nibbles up as int8 (2x the
+//     value), dp4a multiplies them by int8 b, decoded once per CTA into
+//     shared memory; a block's dot is an exact integer (lane_sums2).
+//   variant 3: variant 2 with the next step's loads issued before this step's
+//     arithmetic (two register buffers).
+// KK_NVFP4_GEMV_VARIANT=0..3 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the eight
+// instantiations at launch (default 2 and 8), KK_NVFP4_GEMV_SPLIT=1|2|4|8
+// forces the split of K; for tuning on the GPU. All give the same bits for
+// the same split.
 //
 // Everything a lane computes is __host__ __device__, so kk__nvfp4_gemv_emulate
 // can run the kernel's exact arithmetic and indexing on the CPU, lane by lane,
@@ -163,6 +170,13 @@ template <> struct decoder<1> {
     }
     static constexpr float inv_scale = 4096.0f; // a and b both times 2^-6
     static constexpr bool b_true = false;
+};
+
+// variant 2 "int" (lane_sums2 below): no f16 decode; a's bytes are looked
+// up as int8 (2x the e2m1 value) by prmt and multiplied by int8 b with dp4a,
+// so a block's dot is an exact integer, 4x the true one.
+template <> struct decoder<2> {
+    static constexpr float inv_scale = 0.25f;
 };
 
 // The bits of a half2. On the device a reinterpretation (a register, no code;
@@ -350,6 +364,287 @@ UNROLL
             g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<V>(g, acc[i], gscale);
 }
 
+// ---- variant 2 "int": prmt lookup + dp4a, b decoded once per CTA in shared memory ----
+//
+// Same units, slices, lanes and chunk order as variants 0 and 1 (so the same
+// f32 sums in the same order, and the same bits); only a block's exact dot is
+// computed differently. Per 32-bit word x of a (8 elements):
+//   p = prmt(LUT, x):  2|a| where a > 0, else 0 (a negative nibble has the
+//       selector's msb set: prmt replicates the msb of LUT[m], which is 0),
+//   q = prmt(LUT, x ^ 0x88888888): 2|a| where a < 0, else 0,
+//   dot += dp4a(p, b) + dp4a(q, -b)   (int8 lanes, int32 sum: exact),
+// with prmt reading 4 nibbles (x[15:0], then x >> 16). That is 11 instructions
+// for 8 elements (4 PRMT, 4 IDP4A, 1 LOP3, 2 SHF) instead of ~20 (variant 0).
+// b (as int8 2b and -2b, per 4 elements in natural order) and sb (f32) are
+// decoded by the whole CTA into shared memory before the first compute (the
+// first step's loads of a are issued before, so the decode hides under them).
+// Term of block j: fma(float(idot) * sa_j, sb_j, acc) with idot = 4 * dot:
+// idot * sa is exact (12 + 4 bits), so it is the same single rounding of the
+// same exact product as variant 0's fma(dot * 2^-14, sa * sb, acc), scaled by
+// 2^16 (and finish() multiplies by 1/4 instead of 2^14).
+
+constexpr uint32_t kLut0 = 0x03020100u, kLut1 = 0x0C080604u; // 2 * e2m1 magnitude, code 0..7
+
+// prmt.b32 in its default mode: selector nibble i (of sel[15:0]) picks byte
+// (nibble & 7) of {hi, lo}; a set nibble msb replicates that byte's msb.
+HD uint32_t prmt(uint32_t lo, uint32_t hi, uint32_t sel) {
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(lo), "r"(hi), "r"(sel));
+    return d;
+#else
+    const uint64_t src = (uint64_t)hi << 32 | lo;
+    uint32_t d = 0;
+    for (int i = 0; i < 4; i++) {
+        const uint32_t n = sel >> (4 * i) & 15u;
+        uint32_t byte = (uint32_t)(src >> (8 * (n & 7u))) & 0xFFu;
+        if (n & 8u) byte = byte & 0x80u ? 0xFFu : 0u;
+        d |= byte << (8 * i);
+    }
+    return d;
+#endif
+}
+
+// sum of the 4 int8 x int8 products, plus c
+HD int dp4a(uint32_t a, uint32_t b, int c) {
+#ifdef __CUDA_ARCH__
+    return __dp4a((int)a, (int)b, c);
+#else
+    for (int i = 0; i < 4; i++) c += (int)(int8_t)(a >> (8 * i)) * (int)(int8_t)(b >> (8 * i));
+    return c;
+#endif
+}
+
+// 8 elements of a (word x) times b (bp: 2b of elements 0-3 and 4-7; bn: -2b).
+// lut0, lut1 = kLut0, kLut1 held in registers (see lane_sums2).
+HD int dot8(uint32_t x, uint32_t bp0, uint32_t bp1, uint32_t bn0, uint32_t bn1, int acc,
+            uint32_t lut0, uint32_t lut1) {
+    const uint32_t y = x ^ 0x88888888u;
+    acc = dp4a(prmt(lut0, lut1, x), bp0, acc);
+    acc = dp4a(prmt(lut0, lut1, y), bn0, acc);
+    acc = dp4a(prmt(lut0, lut1, x >> 16), bp1, acc);
+    acc = dp4a(prmt(lut0, lut1, y >> 16), bn1, acc);
+    return acc;
+}
+
+// Decoded b of `nch` chunks: 4 planes of nch uint4 (plane 2*blk: 2b of the
+// block's 16 elements, plane 2*blk + 1: -2b; lanes read consecutive chunks,
+// so conflict-free), then nch float2 (the chunk's two sb).
+HD size_t bdec_bytes(int64_t K) { return (size_t)(K / 32) * (4 * 16 + 8); }
+
+HD void decode_b_chunk(int blocked, const uint8_t *brow, const uint8_t *sbrow, uint32_t c,
+                       uint32_t nch, uint4 *planes) {
+    const uint4 v = load_cached(brow + 16 * (size_t)c);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    uint32_t pos[8], neg[8];
+UNROLL
+    for (int i = 0; i < 8; i++) {
+        const uint32_t x = w[i / 2] >> (16 * (i % 2)), y = x ^ 0x8888u;
+        const uint32_t p = prmt(kLut0, kLut1, x), q = prmt(kLut0, kLut1, y);
+        pos[i] = ((p | 0x80808080u) - q) ^ 0x80808080u; // bytewise p - q (each < 128)
+        neg[i] = ((q | 0x80808080u) - p) ^ 0x80808080u;
+    }
+    planes[c] = make_uint4(pos[0], pos[1], pos[2], pos[3]);
+    planes[nch + c] = make_uint4(neg[0], neg[1], neg[2], neg[3]);
+    planes[2 * nch + c] = make_uint4(pos[4], pos[5], pos[6], pos[7]);
+    planes[3 * nch + c] = make_uint4(neg[4], neg[5], neg[6], neg[7]);
+    reinterpret_cast<float2 *>(planes + 4 * nch)[c] =
+        scale_pair(load_u16(sbrow + scale_step(blocked, c)));
+}
+
+// The CTA's b, before the first compute: the whole CTA decodes batch l's b
+// into shared memory, then synchronizes. Nothing on the host (the emulation
+// decodes each batch's b beforehand).
+struct smem_b_prologue {
+    const uint8_t *brow, *sbrow; // batch l's b and sb
+    int blocked;
+    uint32_t nch;
+    uint4 *planes;
+    HD void operator()() const {
+#ifdef __CUDA_ARCH__
+        for (uint32_t c = threadIdx.x; c < nch; c += blockDim.x)
+            decode_b_chunk(blocked, brow, sbrow, c, nch, planes);
+        __syncthreads();
+#endif
+    }
+};
+struct no_prologue {
+    HD void operator()() const {}
+};
+
+// Where a lane's loads of one step are: a per-lane base for a and for sa (at
+// the lane's current chunk) plus per-row offsets that are the same for the
+// whole warp. Rows past M read row m0's bytes (never written), so no load is
+// predicated on the row; both bases advance by a constant per step (blocked
+// scales too: a step is an even number of chunks).
+template <int R> struct lane_addr {
+    const uint8_t *a, *sa;
+    uint32_t a_row[R], sa_row[R]; // row i's offsets
+    uint32_t a_u, sa_u;           // from chunk c to chunk c + stride
+};
+
+template <int R>
+HD lane_addr<R> lane_start(const gemv_args &g, const unit_rows<R> &q, uint32_t c0, uint32_t stride) {
+    constexpr int kPairs = unit_shape<R>::pairs;
+    const int64_t row_bytes = g.K / 2;
+    const int64_t sa_row = g.blocked ? 16 : g.K / 16, sa_band = g.blocked ? 4 : 32 * (g.K / 16);
+    lane_addr<R> p;
+    p.a = g.a + (q.l * g.M + q.m0) * row_bytes + 16 * (size_t)c0;
+    p.sa = g.sa + scale_row(g, g.M, q.l, q.m0) + scale_step(g.blocked, c0);
+    for (int i = 0; i < R; i++) {
+        const int r = q.valid[i] ? i : 0;
+        p.a_row[i] = (uint32_t)(row_of<R>(r) * row_bytes); // < 97 * 2^23
+        p.sa_row[i] = (uint32_t)((r % kPairs) * sa_row + (r / kPairs) * sa_band);
+    }
+    p.a_u = 16u * stride;
+    p.sa_u = g.blocked ? 256u * stride : 2u * stride;
+    return p;
+}
+
+// One step's loads: chunk c0 + u * stride for u < kUnroll; u >= 1 only where
+// in K (zeros elsewhere; u = 0 is always in K).
+template <int R>
+HD void load_step2(const lane_addr<R> &p, uint32_t c0, uint32_t stride, uint32_t chunks,
+                   uint4 av[][R], uint32_t sav[][R]) {
+    constexpr int kUnroll = unit_shape<R>::unroll;
+UNROLL
+    for (int u = 0; u < kUnroll; u++) {
+        const bool in = u == 0 || c0 + u * stride < chunks;
+UNROLL
+        for (int i = 0; i < R; i++) {
+            av[u][i] = in ? load_stream(p.a + (p.a_row[i] + u * p.a_u)) : make_uint4(0, 0, 0, 0);
+            sav[u][i] = in ? load_u16(p.sa + (p.sa_row[i] + u * p.sa_u)) : 0u;
+        }
+    }
+}
+
+// One step's arithmetic into acc (chunks past K skipped).
+template <int R>
+HD void compute_step2(const uint4 av[][R], const uint32_t sav[][R], uint32_t c0, uint32_t stride,
+                      uint32_t chunks, const uint4 *planes, uint32_t nch, uint32_t lut0,
+                      uint32_t lut1, float acc[R]) {
+    constexpr int kUnroll = unit_shape<R>::unroll;
+    const float2 *sbs = reinterpret_cast<const float2 *>(planes + 4 * nch);
+UNROLL
+    for (int u = 0; u < kUnroll; u++) {
+        const uint32_t chunk = c0 + u * stride;
+        if (u > 0 && chunk >= chunks) break; // (only the last u of the last step)
+        const float2 sbf = sbs[chunk];
+UNROLL
+        for (int blk = 0; blk < 2; blk++) { // b of one block at a time (8 registers)
+            const uint4 bp = planes[2 * blk * nch + chunk], bn = planes[(2 * blk + 1) * nch + chunk];
+UNROLL
+            for (int i = 0; i < R; i++) {
+                const uint4 x = av[u][i];
+                const float2 saf = scale_pair(sav[u][i]);
+                int d = dot8(blk ? x.z : x.x, bp.x, bp.y, bn.x, bn.y, 0, lut0, lut1);
+                d = dot8(blk ? x.w : x.y, bp.z, bp.w, bn.z, bn.w, d, lut0, lut1);
+                acc[i] = fmaf((float)d * (blk ? saf.y : saf.x), blk ? sbf.y : sbf.x, acc[i]);
+            }
+        }
+    }
+}
+
+// lane_sums with the integer decode. kPipe (variant 3): the next step's loads
+// are issued before this step's arithmetic, into the other of two register
+// buffers (the loop is unrolled twice so that the buffers swap without moves).
+template <int R, bool kPipe, class Prologue>
+HD void lane_sums2(const gemv_args &g, const unit_rows<R> &q, uint32_t s, uint32_t lane,
+                   float acc[R], const uint4 *planes, const Prologue &prologue) {
+    constexpr int kRows = R, kUnroll = unit_shape<R>::unroll;
+    const uint32_t chunks = (uint32_t)(g.K / 32), nch = chunks;
+    // The tables as values the compiler cannot see are constants (g.split <
+    // 256): with immediates, ptxas re-materializes them before every PRMT
+    // (one IMAD.U32 each, ~1 per 4 elements).
+    const uint32_t opaque = (uint32_t)g.split >> 8, lut0 = kLut0 | opaque, lut1 = kLut1 | opaque;
+UNROLL
+    for (int i = 0; i < kRows; i++) acc[i] = 0.0f;
+    const uint32_t stride = 32u * (uint32_t)g.split, step = stride * kUnroll;
+    uint32_t c0 = s * 32u + lane;
+    lane_addr<R> p = lane_start<R>(g, q, c0 < chunks ? c0 : 0, stride);
+    const size_t a_step = (size_t)p.a_u * kUnroll, sa_step = (size_t)p.sa_u * kUnroll;
+    uint4 av[kUnroll][kRows], bv[kUnroll][kRows];
+    uint32_t sav[kUnroll][kRows], sbv[kUnroll][kRows];
+    if (c0 < chunks) load_step2<R>(p, c0, stride, chunks, av, sav);
+    prologue(); // b into shared memory while the first loads are in flight
+    if constexpr (!kPipe) {
+        while (c0 < chunks) {
+            compute_step2<R>(av, sav, c0, stride, chunks, planes, nch, lut0, lut1, acc);
+            c0 += step;
+            p.a += a_step;
+            p.sa += sa_step;
+            if (c0 < chunks) load_step2<R>(p, c0, stride, chunks, av, sav);
+        }
+    } else {
+    while (c0 < chunks) {
+        p.a += a_step;
+        p.sa += sa_step;
+        if (c0 + step < chunks) load_step2<R>(p, c0 + step, stride, chunks, bv, sbv);
+        compute_step2<R>(av, sav, c0, stride, chunks, planes, nch, lut0, lut1, acc);
+        c0 += step;
+        if (c0 >= chunks) break;
+        p.a += a_step;
+        p.sa += sa_step;
+        if (c0 + step < chunks) load_step2<R>(p, c0 + step, stride, chunks, av, sav);
+        compute_step2<R>(bv, sbv, c0, stride, chunks, planes, nch, lut0, lut1, acc);
+        c0 += step;
+    }
+    }
+}
+
+// Variants 2 (kPipe false) and 3 (true): CTAs per SM, 2 (128 registers) for
+// both R on sm_90a; 80 registers (3 CTAs) spill in the main loop
+// (docs/kernels/nvfp4_gemv.md).
+template <int R, bool kPipe> constexpr int min_blocks2() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+    return 1;
+#else
+    return 2;
+#endif
+}
+
+template <int R, bool kPipe>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks2<R, kPipe>())
+    nvfp4_gemv_kernel2(gemv_args g) {
+    constexpr int kRows = R;
+    extern __shared__ uint4 bsm[];
+    __shared__ float partial[kWarps][kRows];
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t s = warp % g.split;
+    // every unit of a CTA is in the same batch (a batch has a multiple of 16 units)
+    const unit_rows<R> q = locate<R>(g, (int64_t)blockIdx.x * (kWarps / g.split) + warp / g.split);
+    const uint32_t nch = (uint32_t)(g.K / 32);
+    const smem_b_prologue pro = {g.b + q.l * (g.K / 2), g.sb + scale_row(g, 1, q.l, 0), g.blocked,
+                                 nch, bsm};
+    float acc[kRows];
+    lane_sums2<R, kPipe>(g, q, s, lane, acc, bsm, pro);
+UNROLL
+    for (int i = 0; i < kRows; i++)
+UNROLL
+        for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
+
+    if (g.split > 1) {
+        if (lane == 0)
+UNROLL
+            for (int i = 0; i < kRows; i++) partial[warp][i] = acc[i];
+        __syncthreads();
+        if (s != 0) return;
+UNROLL
+        for (int i = 0; i < kRows; i++) {
+            float sum = 0.0f;
+            for (int w = 0; w < g.split; w++) sum += partial[warp + w][i];
+            acc[i] = sum;
+        }
+    }
+    const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
+UNROLL
+    for (int i = 0; i < kRows; i++)
+        if (lane == (uint32_t)i && q.valid[i])
+            g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<2>(g, acc[i], gscale);
+}
+
+int env_choice(const char *name, int lo, int hi, int def, int step = 1);
+
 // Warps per unit: split K until there are enough CTAs to fill the GPU (16 per
 // SM: two rounds of 8 resident), keeping >= 1 KiB of a row per warp.
 int choose_split(int64_t units, int64_t chunks, int sms) {
@@ -358,9 +653,20 @@ int choose_split(int64_t units, int64_t chunks, int sms) {
     return s;
 }
 
+// Variants 2 and 3: split K only until there is one CTA per SM. Fewer,
+// longer warps measured faster than the 16 CTAs per SM above on an H100 (all
+// three GPU MODE shapes; docs/kernels/nvfp4_gemv.md).
+int choose_split2(int64_t units, int64_t chunks, int sms) {
+    int s = 1;
+    while (s < kWarps && chunks >= 64 * s && units * s / kWarps < (int64_t)sms) s *= 2;
+    return s;
+}
+
+int effective_variant(int variant, int64_t K);
+
 // The kernel's arguments from checked tensors on `kind`; the grid in *blocks.
 kk_status make_args(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind kind, int sms,
-                    int rows, gemv_args *g, int64_t *blocks) {
+                    int rows, int variant, gemv_args *g, int64_t *blocks) {
     kk_status st = kk__nvfp4_gemv_check(p, t, kind);
     if (st != KK_OK) return st;
     const int global = (int)p->i[KK__GEMV_GLOBAL];
@@ -385,7 +691,11 @@ kk_status make_args(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind 
                                  k < 2 ? "data aligned to 16 bytes" : "data aligned to 2 bytes",
                                  "%p", t[k]->data);
     const int64_t units = g->L * ((g->M + kGroupRows - 1) / kGroupRows) * (kGroupRows / rows);
-    g->split = choose_split(units, g->K / 32, sms);
+    g->split = effective_variant(variant, g->K) >= 2 ? choose_split2(units, g->K / 32, sms)
+                                                     : choose_split(units, g->K / 32, sms);
+    // KK_NVFP4_GEMV_SPLIT=1|2|4|8 forces S (tuning; the emulation reads it too)
+    const int forced = env_choice("KK_NVFP4_GEMV_SPLIT", 1, 8, 0);
+    if (forced == 1 || forced == 2 || forced == 4 || forced == 8) g->split = forced;
     *blocks = units * g->split / kWarps; // units is a multiple of 16
     if (*blocks > 0x7FFFFFFF)
         return kk__error(KK_ERR_UNSUPPORTED, "nvfp4_gemv", "%lld CTAs exceed the grid limit",
@@ -396,17 +706,38 @@ kk_status make_args(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind 
 // The grid on the host: every lane of every warp, the butterfly of
 // __shfl_xor_sync (a + b is commutative, so every lane ends with the same
 // bits), then the slices in order, as the kernel does.
-template <int V, int R> void emulate(const gemv_args &g, int64_t blocks) {
+// Variants 2 and 3 first decode each batch's b as the CTAs do (into a host
+// buffer instead of shared memory).
+template <int V, int R> kk_status emulate(const gemv_args &g, int64_t blocks) {
     constexpr int kRows = R;
     const float gscale = g.ga ? *g.ga * *g.gb : 1.0f;
+    const uint32_t nch = (uint32_t)(g.K / 32);
+    uint4 *planes = NULL;
+    int64_t decoded = -1; // the batch in planes
+    if (V >= 2) {
+        planes = static_cast<uint4 *>(malloc(bdec_bytes(g.K)));
+        if (!planes)
+            return kk__error(KK_ERR_OUT_OF_MEMORY, "kk__nvfp4_gemv_emulate",
+                             "%zu bytes for the decoded b", bdec_bytes(g.K));
+    }
     for (int64_t blk = 0; blk < blocks; blk++) {
         float partial[kWarps][kRows];
         unit_rows<R> qs[kWarps];
         for (int warp = 0; warp < kWarps; warp++) {
             qs[warp] = locate<R>(g, blk * (kWarps / g.split) + warp / g.split);
             float v[32][kRows];
-            for (uint32_t lane = 0; lane < 32; lane++)
-                lane_sums<V, R>(g, qs[warp], (uint32_t)(warp % g.split), lane, v[lane]);
+            if (V >= 2 && qs[warp].l != decoded) {
+                decoded = qs[warp].l;
+                for (uint32_t c = 0; c < nch; c++)
+                    decode_b_chunk(g.blocked, g.b + decoded * (g.K / 2),
+                                   g.sb + scale_row(g, 1, decoded, 0), c, nch, planes);
+            }
+            for (uint32_t lane = 0; lane < 32; lane++) {
+                const uint32_t s = (uint32_t)(warp % g.split);
+                if (V == 2) lane_sums2<R, false>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
+                else if (V == 3) lane_sums2<R, true>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
+                else lane_sums<V < 2 ? V : 0, R>(g, qs[warp], s, lane, v[lane]);
+            }
             for (int off = 16; off > 0; off >>= 1) {
                 float nv[32][kRows];
                 for (int lane = 0; lane < 32; lane++)
@@ -424,23 +755,46 @@ template <int V, int R> void emulate(const gemv_args &g, int64_t blocks) {
                 }
                 if (qs[warp].valid[i])
                     g.c[qs[warp].l * g.M + qs[warp].m0 + row_of<R>(i)] =
-                        finish<V>(g, sum, gscale);
+                        finish<V < 2 ? V : 2>(g, sum, gscale);
             }
     }
+    free(planes);
+    return KK_OK;
 }
 
-// KK_NVFP4_GEMV_VARIANT=0|1 (decoder), KK_NVFP4_GEMV_ROWS=4|8 (rows per warp):
-// tuning switches, read at each launch; anything else is the default (0, 8).
-int env_choice(const char *name, int a, int b, int def) {
+// KK_NVFP4_GEMV_VARIANT=0|1|2|3 (decoder), KK_NVFP4_GEMV_ROWS=4|8 (rows per
+// warp): tuning switches, read at each launch; anything else is the default
+// (2, 8): variant 2 measured fastest on an H100 (docs/kernels/nvfp4_gemv.md).
+int env_choice(const char *name, int lo, int hi, int def, int step) {
     const char *v = getenv(name);
     if (!v) return def;
     const int x = atoi(v);
-    return x == a || x == b ? x : def;
+    return x >= lo && x <= hi && (x - lo) % step == 0 ? x : def;
 }
 
-// One of the four instantiations, on the host or as a launch.
+// Variants 2 and 3 keep the decoded b of a batch (2.25 bytes per element of
+// K) in shared memory; beyond this (K > 45056) they fall back to variant 0.
+constexpr size_t kMaxBdec = 100 * 1024;
+int effective_variant(int variant, int64_t K) {
+    return variant >= 2 && bdec_bytes(K) > kMaxBdec ? 0 : variant;
+}
+
+// One of the eight instantiations, as a launch.
 template <int V, int R> kk_status launch(const gemv_args &g, int64_t blocks, cudaStream_t s) {
-    nvfp4_gemv_kernel<V, R><<<(unsigned)blocks, kWarps * 32, 0, s>>>(g);
+    if (V < 2) {
+        nvfp4_gemv_kernel<V < 2 ? V : 0, R><<<(unsigned)blocks, kWarps * 32, 0, s>>>(g);
+    } else {
+        auto kernel = nvfp4_gemv_kernel2<R, V == 3>;
+        const size_t smem = bdec_bytes(g.K);
+        cudaError_t e = cudaSuccess;
+        if (smem > 48 * 1024)
+            e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
+                                  cudaGetErrorString(e), "%zu bytes of shared memory refused",
+                                  smem);
+        kernel<<<(unsigned)blocks, kWarps * 32, smem, s>>>(g);
+    }
     const cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) return KK_OK;
     return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
@@ -458,15 +812,24 @@ extern "C" kk_status kk__nvfp4_gemv_cuda(const kk_op_params *p, kk_tensor *const
     if (e != cudaSuccess)
         return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
                               cudaGetErrorString(e), "reading the SM count failed");
-    const int variant = env_choice("KK_NVFP4_GEMV_VARIANT", 0, 1, 0);
-    const int rows = env_choice("KK_NVFP4_GEMV_ROWS", 4, 8, 8);
+    int variant = env_choice("KK_NVFP4_GEMV_VARIANT", 0, 3, 2);
+    const int rows = env_choice("KK_NVFP4_GEMV_ROWS", 4, 8, 8, 4);
     gemv_args g;
     int64_t blocks = 0;
-    kk_status st = make_args(p, t, KK_BACKEND_CUDA, sms, rows, &g, &blocks);
+    kk_status st = make_args(p, t, KK_BACKEND_CUDA, sms, rows, variant, &g, &blocks);
     if (st != KK_OK) return st;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (rows == 4) return variant ? launch<1, 4>(g, blocks, s) : launch<0, 4>(g, blocks, s);
-    return variant ? launch<1, 8>(g, blocks, s) : launch<0, 8>(g, blocks, s);
+    variant = effective_variant(variant, g.K);
+    switch (variant * 8 + rows) {
+    case 1 * 8 + 4: return launch<1, 4>(g, blocks, s);
+    case 2 * 8 + 4: return launch<2, 4>(g, blocks, s);
+    case 3 * 8 + 4: return launch<3, 4>(g, blocks, s);
+    case 0 * 8 + 4: return launch<0, 4>(g, blocks, s);
+    case 1 * 8 + 8: return launch<1, 8>(g, blocks, s);
+    case 2 * 8 + 8: return launch<2, 8>(g, blocks, s);
+    case 3 * 8 + 8: return launch<3, 8>(g, blocks, s);
+    default: return launch<0, 8>(g, blocks, s);
+    }
 }
 
 // The CUDA kernel's arithmetic on CPU tensors, as a grid for a GPU of `sms`
@@ -479,11 +842,17 @@ extern "C" kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *co
                              "%d", rows);
     gemv_args g;
     int64_t blocks = 0;
-    kk_status st = make_args(p, t, KK_BACKEND_CPU, sms < 1 ? 1 : sms, rows, &g, &blocks);
+    kk_status st = make_args(p, t, KK_BACKEND_CPU, sms < 1 ? 1 : sms, rows,
+                             variant >= 0 && variant <= 3 ? variant : 0, &g, &blocks);
     if (st != KK_OK) return st;
-    if (rows == 4)
-        variant == 1 ? emulate<1, 4>(g, blocks) : emulate<0, 4>(g, blocks);
-    else
-        variant == 1 ? emulate<1, 8>(g, blocks) : emulate<0, 8>(g, blocks);
-    return KK_OK;
+    switch (effective_variant(variant >= 0 && variant <= 3 ? variant : 0, g.K) * 8 + rows) {
+    case 1 * 8 + 4: return emulate<1, 4>(g, blocks);
+    case 2 * 8 + 4: return emulate<2, 4>(g, blocks);
+    case 3 * 8 + 4: return emulate<3, 4>(g, blocks);
+    case 0 * 8 + 4: return emulate<0, 4>(g, blocks);
+    case 1 * 8 + 8: return emulate<1, 8>(g, blocks);
+    case 2 * 8 + 8: return emulate<2, 8>(g, blocks);
+    case 3 * 8 + 8: return emulate<3, 8>(g, blocks);
+    default: return emulate<0, 8>(g, blocks);
+    }
 }

@@ -1,0 +1,178 @@
+/* The CPU backend's attention_varlen (the registry's attention_varlen slot):
+ * the attention kernel's blocks (kk__att_block, attention_cpu_block.c), run per
+ * sequence on that sequence's rows. Each work item is (sequence, query head,
+ * block of KK__ATT_BQ rows); its geometry is the packed tensors' strides with
+ * the base pointers moved to the sequence's first row, its mask the
+ * `attention` op's for the sequence's own Sq and Sk, and its batch index the
+ * sequence (the dropout mask's b: src/core/philox.h). The offsets are read and
+ * checked first: cu_seqlens are data, and a bad one must not become a wild
+ * read. q, k, v, o and lse may be strided (each row of D contiguous). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/error.h"
+#include "core/philox.h"
+#include "cpu/attention_cpu.h"
+#include "cpu/cpu_threads.h"
+#include "harness/op_attention_varlen.h"
+
+/* kk_op_run has checked the tensors; a harness bug must still not become a
+ * wild access, so the cheap checks are repeated. */
+static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
+    kk_op_tensor d[KK_OP_MAX_TENSORS];
+    const int n = kk__attention_varlen_describe(p, d);
+    for (int k = 0; k < n; k++) {
+        const kk_tensor *x = t ? t[k] : NULL;
+        const int rows_ok =
+            x && (d[k].dtype == KK_DTYPE_INT32 ? kk_tensor_is_contiguous(x)
+                                               : x->ndim == d[k].ndim && x->strides[x->ndim - 1] == 1);
+        if (!rows_ok || x->dtype != d[k].dtype || kk_tensor_numel(x) != d[k].numel ||
+            x->device_kind != KK_BACKEND_CPU)
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", d[k].name,
+                                 "a tensor of the described dtype and size on the cpu, its "
+                                 "innermost dimension contiguous",
+                                 "%s", x ? x->device : "NULL");
+    }
+    return KK_OK;
+}
+
+/* An int32 cu_seqlens tensor as checked int64 offsets. */
+static kk_status read_cu(const kk_tensor *t, const char *name, int64_t nseq, int64_t total,
+                         int64_t max_len, const char *max_name, int64_t *cu) {
+    const int32_t *v = t->data;
+    for (int64_t s = 0; s <= nseq; s++) cu[s] = v[s];
+    return kk__attention_varlen_check_cu(name, cu, nseq, total, max_len, max_name);
+}
+
+/* The geometry every sequence shares: the packed tensors' head and sequence
+ * strides; the batch strides are 0, as the sequence moves the base pointers. */
+static kk__att_geom base_geometry(const kk_op_params *p, kk_tensor *const *t) {
+    const kk_tensor *q = t[KK__AVL_T_Q], *k = t[KK__AVL_T_K], *v = t[KK__AVL_T_V],
+                    *o = t[KK__AVL_T_O];
+    const kk_tensor *lse = p->i[KK__AVL_LSE] ? t[KK__AVL_T_LSE] : NULL;
+    kk__att_geom g = {.B = 1,
+                      .Hq = p->i[KK__AVL_HQ],
+                      .Hkv = p->i[KK__AVL_HKV],
+                      .D = p->i[KK__AVL_D],
+                      .dt = (kk_dtype)p->i[KK__AVL_DTYPE],
+                      .q = q->data,
+                      .k = k->data,
+                      .v = v->data,
+                      .o = o->data,
+                      .lse = lse ? (float *)lse->data : NULL,
+                      .kern = kk__att_kernels_best()};
+    g.Dp = (g.D + KK__ATT_NT - 1) / KK__ATT_NT * KK__ATT_NT;
+    g.q_hs = q->strides[1], g.q_ss = q->strides[2];
+    g.k_hs = k->strides[1], g.k_ss = k->strides[2];
+    g.v_hs = v->strides[1], g.v_ss = v->strides[2];
+    g.o_hs = o->strides[1], g.o_ss = o->strides[2];
+    g.lse_hs = lse ? lse->strides[1] : 0, g.lse_ss = lse ? lse->strides[2] : 0;
+    const double scale =
+        p->f[KK__AVL_SCALE] > 0.0 ? p->f[KK__AVL_SCALE] : 1.0 / sqrt((double)g.D);
+    g.qscale = (float)(scale * 1.4426950408889634); /* log2(e): scores in log2 units */
+    const double drop = p->f[KK__AVL_DROPOUT];
+    g.dropout = drop > 0.0;
+    g.drop_threshold = g.dropout ? kk__dropout_threshold(drop) : 0;
+    g.keep_scale = g.dropout ? 1.0 / (1.0 - drop) : 1.0;
+    g.seed = (uint64_t)p->i[KK__AVL_SEED];
+    g.offset = (uint64_t)p->i[KK__AVL_OFFSET];
+    return g;
+}
+
+/* The sequence whose items include item `it`: first[s] <= it < first[s + 1]. */
+static int64_t find_seq(const int64_t *first, int64_t nseq, int64_t it) {
+    int64_t lo = 0, hi = nseq - 1;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (first[mid] <= it)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static const void *advance(const void *base, kk_dtype dt, int64_t elements) {
+    return (const char *)base + kk_dtype_bytes(dt, (size_t)elements);
+}
+
+kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
+    (void)stream;
+    kk_status st = KK__CHECK_NOT_NULL(p);
+    if (st == KK_OK) st = check_tensors(p, t);
+    if (st != KK_OK) return st;
+    kk__varlen_dims d;
+    kk__attention_varlen_dims(p, &d);
+    /* cu_q, cu_k, then the first item of each sequence (and the total) */
+    int64_t *buf = malloc((size_t)(3 * (d.nseq + 1)) * sizeof *buf);
+    if (!buf)
+        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
+                         "no host memory for %" PRId64 " offsets", 3 * (d.nseq + 1));
+    int64_t *cq = buf, *ck = buf + d.nseq + 1, *first = buf + 2 * (d.nseq + 1);
+    st = read_cu(t[KK__AVL_T_CUQ], "cu_seqlens_q", d.nseq, d.total_q, d.max_q, "max_seqlen_q", cq);
+    if (st == KK_OK)
+        st = read_cu(t[KK__AVL_T_CUK], "cu_seqlens_k", d.nseq, d.total_k, d.max_k, "max_seqlen_k",
+                     ck);
+    if (st != KK_OK) {
+        free(buf);
+        return st;
+    }
+    const kk__att_geom g0 = base_geometry(p, t);
+    first[0] = 0;
+    for (int64_t s = 0; s < d.nseq; s++)
+        first[s + 1] = first[s] + g0.Hq * ((cq[s + 1] - cq[s] + KK__ATT_BQ - 1) / KK__ATT_BQ);
+    const int64_t items = first[d.nseq];
+    const int64_t threads64 = kk__cpu_threads() < items ? kk__cpu_threads() : items;
+    const int threads = (int)(threads64 > 0 ? threads64 : 1);
+    const int64_t per_thread = kk__att_scratch_floats(g0.Dp);
+    float *pool = items ? aligned_alloc(64, (size_t)(threads * per_thread) * sizeof(float)) : NULL;
+    if (items && !pool) {
+        free(buf);
+        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
+                         "no host memory for %d x %" PRId64 " floats", threads, per_thread);
+    }
+    atomic_int failed = 0;
+#pragma omp parallel num_threads(threads) if (items > 1)
+    {
+        kk__att_scratch w;
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        if (items) kk__att_scratch_carve(pool + tid * per_thread, g0.Dp, &w);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < items; it++) {
+            if (atomic_load(&failed)) continue;
+            const int64_t s = find_seq(first, d.nseq, it), local = it - first[s];
+            const int64_t nqb = (first[s + 1] - first[s]) / g0.Hq;
+            const int64_t lq = cq[s + 1] - cq[s], lk = ck[s + 1] - ck[s];
+            kk_op_params a; /* the sequence as an `attention` of B = 1 */
+            kk__attention_varlen_seq_params(p, lq, lk, &a);
+            kk__att_geom g = g0;
+            g.p = &a;
+            g.Sq = lq;
+            g.Sk = lk;
+            g.q = advance(g0.q, g0.dt, cq[s] * g0.q_ss);
+            g.k = advance(g0.k, g0.dt, ck[s] * g0.k_ss);
+            g.v = advance(g0.v, g0.dt, ck[s] * g0.v_ss);
+            g.o = (char *)g0.o + kk_dtype_bytes(g0.dt, (size_t)(cq[s] * g0.o_ss));
+            g.lse = g0.lse ? g0.lse + cq[s] * g0.lse_ss : NULL;
+            /* b = s: the sequence is the dropout mask's batch (batch strides 0) */
+            const kk_status r =
+                kk__att_block(&g, &w, s, local / nqb, local % nqb * KK__ATT_BQ);
+            if (r != KK_OK) atomic_store(&failed, (int)r);
+        }
+    }
+    free(pool);
+    free(buf);
+    st = (kk_status)atomic_load(&failed);
+    return st == KK_OK ? KK_OK
+                       : kk__error(st, "attention_varlen",
+                                   "converting a block of q, k or v failed");
+}

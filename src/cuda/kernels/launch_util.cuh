@@ -1,0 +1,55 @@
+// Host-side helpers the kernel launchers share.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+namespace kk_cuda {
+
+// Above 48 KiB of dynamic shared memory a kernel must opt in, once per device
+// and kernel; a flag per device (one set per Kernel, the template argument)
+// keeps the call off the launch path (a race only sets it twice).
+template <auto Kernel> cudaError_t opt_in(size_t smem) {
+    static std::atomic<unsigned long long> opted_in{0};
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = 1ull << (dev & 63);
+    if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
+        e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+        opted_in.fetch_or(bit);
+    }
+    return cudaSuccess;
+}
+
+// SMs of the current device, read once per device.
+inline int sm_count() {
+    static std::atomic<int> cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+    int n = cached[dev].load(std::memory_order_relaxed);
+    if (n == 0) {
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) n = 132;
+        cached[dev].store(n, std::memory_order_relaxed);
+    }
+    return n;
+}
+
+// Shared memory a block may opt in to on the current device, read once per
+// device (227 KiB on Hopper, 163 KiB on A100, 99 KiB on Ada and GA10x).
+inline int smem_optin() {
+    static std::atomic<int> cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 48 << 10;
+    int n = cached[dev].load(std::memory_order_relaxed);
+    if (n == 0) {
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+            n = 48 << 10;
+        cached[dev].store(n, std::memory_order_relaxed);
+    }
+    return n;
+}
+
+} // namespace kk_cuda

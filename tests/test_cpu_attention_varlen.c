@@ -1,0 +1,482 @@
+/* labels: unit cpu */
+/* attention_varlen (packed variable-length batches, cu_seqlens): the CPU
+ * kernel against the float64 reference through the harness's runner (empty
+ * sequences, causal with Sq != Sk per sequence, GQA/MQA, windows, lse,
+ * dropout, the even split, every dtype, AVX2 and generic micro-kernels, fuzz
+ * cases); the packed batch equals its sequences run alone through
+ * kk_attention, bit for bit (sequence s as batch s of the fixed-length op:
+ * the dropout mask's batch is the sequence); wrong kernels fail; bad offsets,
+ * dtypes, lengths and max_seqlen give errors naming the argument; the FLOP
+ * count and the LIST parameters. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/attention_cpu.h"
+#include "harness/op_attention_varlen.h"
+#include "harness/op_kernels.h"
+#include "kernelkit/harness_run.h"
+
+/* Run `text` as a case with `kernel` in the CPU slot of a copy of the row
+ * (the registry's own kernel when kernel is NULL). */
+static kk_case_result run_with(const char *text, kk_op_kernel_fn kernel, uint64_t seed) {
+    const kk_op *found;
+    kk_assert_ok(kk_op_find("attention_varlen", &found));
+    static kk_op row; /* params point at it: it must outlive the case */
+    row = *found;
+    if (kernel) row.kernels[KK_BACKEND_CPU] = kernel;
+    kk_case c = {.seed = seed, .dist = KK_DIST_FULL};
+    snprintf(c.name, sizeof c.name, "test/attention_varlen");
+    kk_assert_ok(kk_op_params_parse(&row, text, &c.params));
+    const kk_run_options o = {.device = "cpu"};
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(&c, &o, &r));
+    print_message("    %-5s %s  max_abs=%.3g rel_l2=%.3g %s\n", kk_case_status_name(r.status), text,
+                  r.max_abs_err, r.rel_l2_err, r.message);
+    return r;
+}
+
+static const char *const shapes[] = {
+    "Hq=1 Hkv=1 D=16 seqlens_q=1 seqlens_k=1",
+    "Hq=2 Hkv=1 D=64 causal=1 lse=1 seqlens_q=5:0:17 seqlens_k=9:4:17",
+    /* empty sequences both ways; a sequence with queries and no keys */
+    "Hq=4 Hkv=2 D=64 causal=1 lse=1 seqlens_q=0:130:1:64:0 seqlens_k=3:200:1:0:0",
+    /* Sq > Sk: rows that see nothing under the bottom-right mask */
+    "Hq=2 Hkv=1 D=40 causal=1 lse=1 seqlens_q=100:7:49 seqlens_k=30:7:48",
+    "Hq=6 Hkv=1 D=32 lse=1 window_left=20 window_right=5 seqlens_q=130:49:1 seqlens_k=130:97:300",
+    "Hq=2 Hkv=2 D=256 lse=1 max_seqlen_q=200 max_seqlen_k=300 seqlens_q=49:3 seqlens_k=129:2",
+    "Hq=4 Hkv=2 D=17 scale=0.3 lse=1 seqlens_q=65:1:48 seqlens_k=63:1:49",
+    ("Hq=4 Hkv=2 D=40 causal=1 lse=1 dropout=0.3 seed=123456789012 offset=77 "
+     "seqlens_q=70:0:33 seqlens_k=133:5:33"),
+    "nseq=5 total_q=97 total_k=203 Hq=2 Hkv=1 D=64 causal=1 lse=1 seqlens_q=none seqlens_k=none",
+};
+
+static void passes_in_every_dtype(int generic) {
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    kk__att_force_generic(generic);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int d = 0; d < 3; d++) {
+            char text[512];
+            snprintf(text, sizeof text, "%s dtype=%s", shapes[s], dtypes[d]);
+            assert_int_equal(run_with(text, NULL, 2000 + s).status, KK_CASE_PASS);
+        }
+    kk__att_force_generic(0);
+}
+
+static void passes_with_best_kernels(void **state) {
+    (void)state;
+    passes_in_every_dtype(0);
+}
+
+static void passes_with_generic_kernels(void **state) {
+    (void)state;
+    passes_in_every_dtype(1);
+}
+
+/* Random cases (kk_case_fuzz draws the lengths, zeros included). */
+static void fuzz_cases_pass(void **state) {
+    (void)state;
+    const kk_op *op;
+    kk_assert_ok(kk_op_find("attention_varlen", &op));
+    int empty = 0, unequal = 0;
+    for (int i = 0; i < 60; i++) {
+        kk_case c;
+        kk_assert_ok(kk_case_fuzz(op, 42, i, KK_DIST_FULL, NULL, &c));
+        const int32_t *lq, *lk;
+        const int n = kk_op_params_list(&c.params, "seqlens_q", &lq);
+        assert_int_equal(kk_op_params_list(&c.params, "seqlens_k", &lk), n);
+        for (int s = 0; s < n; s++) {
+            empty += lq[s] == 0 || lk[s] == 0;
+            unequal += lq[s] != lk[s];
+        }
+        const kk_run_options o = {.device = "cpu"};
+        kk_case_result r;
+        kk_assert_ok(kk_case_run(&c, &o, &r));
+        if (r.status != KK_CASE_PASS) {
+            char text[1024];
+            kk_op_params_format(&c.params, text, sizeof text);
+            fail_msg("fuzz case %d (%s): %s", i, text, r.message);
+        }
+    }
+    assert_true(empty > 5 && unequal > 20); /* the draw covers what it should */
+}
+
+/* ---- the packed batch is its sequences ---- */
+
+enum { HQ = 4, HKV = 2, D = 32 };
+
+static float frand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* Tensors over host memory the test owns (kk_tensor_wrap). */
+static kk_tensor *wrap(kk_dtype dt, int ndim, const int64_t *shape, void *data) {
+    kk_tensor *t = NULL;
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, ndim, shape, NULL, data, &t));
+    return t;
+}
+
+/* Packed q/k/v in FlashAttention's [total,H,D] layout (f32), run through
+ * kk_attention_varlen (3-D tensors: the strided path of the CPU kernel); then
+ * every sequence alone through kk_attention as batch s of a B = s + 1 batch
+ * (batches before it zero) and, without dropout, as a B = 1 call: o and lse
+ * must be the same bits. */
+static void check_sequences_alone(const int *lq, const int *lk, int nseq, int causal,
+                                  double dropout) {
+    int cq[17] = {0}, ck[17] = {0};
+    for (int s = 0; s < nseq; s++) cq[s + 1] = cq[s] + lq[s], ck[s + 1] = ck[s] + lk[s];
+    const int TQ = cq[nseq], TK = ck[nseq];
+    float *q = malloc(sizeof(float) * TQ * HQ * D), *o = malloc(sizeof(float) * TQ * HQ * D);
+    float *k = malloc(sizeof(float) * TK * HKV * D), *v = malloc(sizeof(float) * TK * HKV * D);
+    float *lse = malloc(sizeof(float) * HQ * TQ);
+    uint64_t seed = 7;
+    for (int i = 0; i < TQ * HQ * D; i++) q[i] = frand(&seed);
+    for (int i = 0; i < TK * HKV * D; i++) k[i] = frand(&seed), v[i] = frand(&seed);
+    kk_tensor *tq = wrap(KK_DTYPE_F32, 3, (int64_t[]){TQ, HQ, D}, q);
+    kk_tensor *tk = wrap(KK_DTYPE_F32, 3, (int64_t[]){TK, HKV, D}, k);
+    kk_tensor *tv = wrap(KK_DTYPE_F32, 3, (int64_t[]){TK, HKV, D}, v);
+    kk_tensor *to = wrap(KK_DTYPE_F32, 3, (int64_t[]){TQ, HQ, D}, o);
+    kk_tensor *tl = wrap(KK_DTYPE_F32, 2, (int64_t[]){HQ, TQ}, lse);
+    kk_tensor *tcq = wrap(KK_DTYPE_INT32, 1, (int64_t[]){nseq + 1}, cq);
+    kk_tensor *tck = wrap(KK_DTYPE_INT32, 1, (int64_t[]){nseq + 1}, ck);
+    kk_attention_options opt = KK_ATTENTION_OPTIONS_INIT;
+    opt.causal = causal;
+    opt.dropout = dropout;
+    opt.seed = 0xABCDEF12345ull;
+    opt.offset = (1ull << 32) + 99;
+    int maxq = 1, maxk = 1;
+    for (int s = 0; s < nseq; s++) {
+        maxq = lq[s] > maxq ? lq[s] : maxq;
+        maxk = lk[s] > maxk ? lk[s] : maxk;
+    }
+    kk_assert_ok(kk_attention_varlen(tq, tk, tv, tcq, tck, maxq, maxk, to, tl, &opt, NULL));
+    for (int s = 0; s < nseq; s++) {
+        if (lq[s] == 0) continue;
+        if (lk[s] == 0) { /* no key (no fixed-length call has Sk = 0): o = 0, lse = -inf */
+            for (int h = 0; h < HQ; h++)
+                for (int i = 0; i < lq[s]; i++) {
+                    const float *got = o + ((size_t)(cq[s] + i) * HQ + h) * D;
+                    for (int d = 0; d < D; d++) assert_true(got[d] == 0.0f);
+                    const float lg = lse[(size_t)h * TQ + cq[s] + i];
+                    assert_true(isinf(lg) && lg < 0);
+                }
+            continue;
+        }
+        for (int alone = 0; alone < 2; alone++) {
+            if (alone && dropout > 0 && s > 0) continue; /* another batch: another mask */
+            const int B = alone ? 1 : s + 1, b = alone ? 0 : s, Sq = lq[s], Sk = lk[s];
+            float *fq = calloc((size_t)B * HQ * Sq * D, sizeof(float));
+            float *fk = calloc((size_t)B * HKV * Sk * D, sizeof(float));
+            float *fv = calloc((size_t)B * HKV * Sk * D, sizeof(float));
+            float *fo = calloc((size_t)B * HQ * Sq * D, sizeof(float));
+            float *fl = calloc((size_t)B * HQ * Sq, sizeof(float));
+            for (int h = 0; h < HQ; h++)
+                for (int i = 0; i < Sq; i++)
+                    memcpy(fq + (((size_t)b * HQ + h) * Sq + i) * D,
+                           q + ((size_t)(cq[s] + i) * HQ + h) * D, D * sizeof(float));
+            for (int h = 0; h < HKV; h++)
+                for (int j = 0; j < lk[s]; j++) {
+                    memcpy(fk + (((size_t)b * HKV + h) * Sk + j) * D,
+                           k + ((size_t)(ck[s] + j) * HKV + h) * D, D * sizeof(float));
+                    memcpy(fv + (((size_t)b * HKV + h) * Sk + j) * D,
+                           v + ((size_t)(ck[s] + j) * HKV + h) * D, D * sizeof(float));
+                }
+            const kk_attention_options o1 = opt;
+            kk_tensor *a[5] = {
+                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fq),
+                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fk),
+                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fv),
+                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fo),
+                wrap(KK_DTYPE_F32, 3, (int64_t[]){B, HQ, Sq}, fl)};
+            kk_assert_ok(kk_attention(a[0], a[1], a[2], a[3], a[4], &o1, NULL));
+            for (int h = 0; h < HQ; h++)
+                for (int i = 0; i < Sq; i++) {
+                    const float *want = fo + (((size_t)b * HQ + h) * Sq + i) * D;
+                    const float *got = o + ((size_t)(cq[s] + i) * HQ + h) * D;
+                    const float lw = fl[((size_t)b * HQ + h) * Sq + i];
+                    const float lg = lse[(size_t)h * TQ + cq[s] + i];
+                    if (memcmp(want, got, D * sizeof(float)) != 0 ||
+                        memcmp(&lw, &lg, sizeof lw) != 0)
+                        fail_msg("sequence %d (B=%d) head %d row %d: o[0] %.9g vs %.9g, lse "
+                                 "%.9g vs %.9g",
+                                 s, B, h, i, got[0], want[0], lg, lw);
+                }
+            for (int t = 0; t < 5; t++) kk_tensor_destroy(a[t]);
+            free(fq), free(fk), free(fv), free(fo), free(fl);
+        }
+    }
+    kk_tensor *all[] = {tq, tk, tv, to, tl, tcq, tck};
+    for (int t = 0; t < 7; t++) kk_tensor_destroy(all[t]);
+    free(q), free(k), free(v), free(o), free(lse);
+}
+
+static void packed_equals_sequences_alone(void **state) {
+    (void)state;
+    const int lq[] = {37, 0, 100, 1, 49, 5}, lk[] = {50, 7, 100, 64, 0, 5};
+    for (int generic = 0; generic < 2; generic++) {
+        kk__att_force_generic(generic);
+        check_sequences_alone(lq, lk, 6, 0, 0.0);
+        check_sequences_alone(lq, lk, 6, 1, 0.0);
+        check_sequences_alone(lq, lk, 6, 1, 0.25);
+    }
+    kk__att_force_generic(0);
+}
+
+/* Equal lengths: the packed batch is kk_attention with B = nseq, dropout
+ * included, bit for bit (the 4-D path of kk_attention_varlen). */
+static void equal_lengths_are_a_batch(void **state) {
+    (void)state;
+    enum { N = 3, S = 29, SK = 41 };
+    static float q[N * HQ * S * D], k[N * HKV * SK * D], v[N * HKV * SK * D];
+    static float o1[N * HQ * S * D], o2[N * HQ * S * D], l1[N * HQ * S], l2[N * HQ * S];
+    uint64_t seed = 3;
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) q[i] = frand(&seed);
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) k[i] = frand(&seed), v[i] = frand(&seed);
+    kk_attention_options opt = KK_ATTENTION_OPTIONS_INIT;
+    opt.causal = 1;
+    opt.dropout = 0.4;
+    opt.seed = 11;
+    opt.offset = 5;
+    kk_tensor *b[5] = {wrap(KK_DTYPE_F32, 4, (int64_t[]){N, HQ, S, D}, q),
+                       wrap(KK_DTYPE_F32, 4, (int64_t[]){N, HKV, SK, D}, k),
+                       wrap(KK_DTYPE_F32, 4, (int64_t[]){N, HKV, SK, D}, v),
+                       wrap(KK_DTYPE_F32, 4, (int64_t[]){N, HQ, S, D}, o1),
+                       wrap(KK_DTYPE_F32, 3, (int64_t[]){N, HQ, S}, l1)};
+    kk_assert_ok(kk_attention(b[0], b[1], b[2], b[3], b[4], &opt, NULL));
+    /* the same memory as a packed batch: [B,H,S,D] is [1,H,B*S,D] only for
+     * B = 1, so view each tensor's [B,H,S,D] as sequences of one head-major
+     * [1,H,total,D] with strides: row (h, b*S + i) at b*H*S*D + h*S*D + i*D
+     * does not fit one stride; copy into the packed layout instead */
+    static float pq[HQ * N * S * D], pk[HKV * N * SK * D], pv[HKV * N * SK * D];
+    for (int bb = 0; bb < N; bb++)
+        for (int h = 0; h < HQ; h++)
+            memcpy(pq + ((size_t)h * N * S + bb * S) * D, q + ((size_t)(bb * HQ + h) * S) * D,
+                   sizeof(float) * S * D);
+    for (int bb = 0; bb < N; bb++)
+        for (int h = 0; h < HKV; h++) {
+            memcpy(pk + ((size_t)h * N * SK + bb * SK) * D, k + ((size_t)(bb * HKV + h) * SK) * D,
+                   sizeof(float) * SK * D);
+            memcpy(pv + ((size_t)h * N * SK + bb * SK) * D, v + ((size_t)(bb * HKV + h) * SK) * D,
+                   sizeof(float) * SK * D);
+        }
+    int cq[N + 1], ck[N + 1];
+    for (int i = 0; i <= N; i++) cq[i] = i * S, ck[i] = i * SK;
+    kk_tensor *p[7] = {wrap(KK_DTYPE_F32, 4, (int64_t[]){1, HQ, N * S, D}, pq),
+                       wrap(KK_DTYPE_F32, 4, (int64_t[]){1, HKV, N * SK, D}, pk),
+                       wrap(KK_DTYPE_F32, 4, (int64_t[]){1, HKV, N * SK, D}, pv),
+                       wrap(KK_DTYPE_INT32, 1, (int64_t[]){N + 1}, cq),
+                       wrap(KK_DTYPE_INT32, 1, (int64_t[]){N + 1}, ck),
+                       wrap(KK_DTYPE_F32, 4, (int64_t[]){1, HQ, N * S, D}, o2),
+                       wrap(KK_DTYPE_F32, 3, (int64_t[]){1, HQ, N * S}, l2)};
+    kk_assert_ok(kk_attention_varlen(p[0], p[1], p[2], p[3], p[4], S, SK, p[5], p[6], &opt, NULL));
+    for (int bb = 0; bb < N; bb++)
+        for (int h = 0; h < HQ; h++) {
+            assert_memory_equal(o2 + ((size_t)h * N * S + bb * S) * D,
+                                o1 + ((size_t)(bb * HQ + h) * S) * D, sizeof(float) * S * D);
+            assert_memory_equal(l2 + (size_t)h * N * S + bb * S, l1 + (size_t)(bb * HQ + h) * S,
+                                sizeof(float) * S);
+        }
+    for (int t = 0; t < 5; t++) kk_tensor_destroy(b[t]);
+    for (int t = 0; t < 7; t++) kk_tensor_destroy(p[t]);
+}
+
+/* ---- wrong kernels ---- */
+
+/* The packed tensors as one long sequence: sequence boundaries ignored. */
+static kk_status one_sequence(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk__varlen_dims d;
+    kk__attention_varlen_dims(p, &d);
+    kk_op_params a;
+    kk__attention_varlen_seq_params(p, d.total_q, d.total_k, &a);
+    kk_tensor *fixed[5] = {t[KK__AVL_T_Q], t[KK__AVL_T_K], t[KK__AVL_T_V], t[KK__AVL_T_O],
+                           p->i[KK__AVL_LSE] ? t[KK__AVL_T_LSE] : NULL};
+    return kk__attention_cpu(&a, fixed, s);
+}
+
+/* Causal moved one key to the right: j <= c + 1 is window_right = 1. */
+static kk_status causal_plus_one(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_op_params q = *p;
+    q.i[KK__AVL_CAUSAL] = 0;
+    q.i[KK__AVL_WR] = 1;
+    return kk__attention_varlen_cpu(&q, t, s);
+}
+
+static kk_status dropout_next_offset(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_op_params q = *p;
+    q.i[KK__AVL_OFFSET] += 1;
+    return kk__attention_varlen_cpu(&q, t, s);
+}
+
+static void wrong_kernels_fail(void **state) {
+    (void)state;
+    const char *text = "Hq=2 Hkv=1 D=64 causal=1 lse=1 dtype=f32 seqlens_q=37:0:20 "
+                       "seqlens_k=100:3:20";
+    assert_int_equal(run_with(text, NULL, 7).status, KK_CASE_PASS);
+    assert_int_equal(run_with(text, one_sequence, 7).status, KK_CASE_FAIL);
+    assert_int_equal(run_with(text, causal_plus_one, 7).status, KK_CASE_FAIL);
+    const char *bf16 = "Hq=2 Hkv=1 D=64 dtype=bf16 seqlens_q=37:20 seqlens_k=100:20";
+    assert_int_equal(run_with(bf16, one_sequence, 7).status, KK_CASE_FAIL);
+    const char *drop = "Hq=2 Hkv=1 D=32 dropout=0.2 seed=99 offset=1000 lse=1 dtype=f32 "
+                       "seqlens_q=40:9 seqlens_k=90:9";
+    assert_int_equal(run_with(drop, NULL, 8).status, KK_CASE_PASS);
+    assert_int_equal(run_with(drop, dropout_next_offset, 8).status, KK_CASE_FAIL);
+}
+
+/* ---- bad input ---- */
+
+static void expect_error(kk_status st, const char *a, const char *b) {
+    assert_int_equal(st, KK_ERR_INVALID_ARGUMENT);
+    print_message("    %s\n", kk_last_error_message());
+    kk_assert_contains(kk_last_error_message(), a);
+    if (b) kk_assert_contains(kk_last_error_message(), b);
+}
+
+static void bad_offsets_are_named(void **state) {
+    (void)state;
+    enum { TQ = 10, TK = 12 };
+    static float q[TQ * HQ * D], k[TK * HKV * D], v[TK * HKV * D], o[TQ * HQ * D], f[4];
+    kk_tensor *tq = wrap(KK_DTYPE_F32, 3, (int64_t[]){TQ, HQ, D}, q);
+    kk_tensor *tk = wrap(KK_DTYPE_F32, 3, (int64_t[]){TK, HKV, D}, k);
+    kk_tensor *tv = wrap(KK_DTYPE_F32, 3, (int64_t[]){TK, HKV, D}, v);
+    kk_tensor *to = wrap(KK_DTYPE_F32, 3, (int64_t[]){TQ, HQ, D}, o);
+    int cq[4] = {0, 3, 3, TQ}, ck[4] = {0, 5, 6, TK}, c3[3] = {0, 5, TK};
+    kk_tensor *tcq = wrap(KK_DTYPE_INT32, 1, (int64_t[]){4}, cq);
+    kk_tensor *tck = wrap(KK_DTYPE_INT32, 1, (int64_t[]){4}, ck);
+    kk_tensor *tc3 = wrap(KK_DTYPE_INT32, 1, (int64_t[]){3}, c3);
+    kk_tensor *tf = wrap(KK_DTYPE_F32, 1, (int64_t[]){4}, f);
+    kk_assert_ok(kk_attention_varlen(tq, tk, tv, tcq, tck, 7, 6, to, NULL, NULL, NULL));
+    /* not int32 */
+    expect_error(kk_attention_varlen(tq, tk, tv, tf, tck, 7, 6, to, NULL, NULL, NULL),
+                 "cu_seqlens_q", "int32");
+    /* wrong length: 3 offsets for k, 4 for q */
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tc3, 7, 6, to, NULL, NULL, NULL),
+                 "cu_seqlens_k", "shape [4]");
+    /* max_seqlen below the longest sequence, or 0 */
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tck, 6, 6, to, NULL, NULL, NULL),
+                 "cu_seqlens_q[3]", "max_seqlen_q");
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tck, 7, 5, to, NULL, NULL, NULL),
+                 "cu_seqlens_k[3] = 12", "raise max_seqlen_k");
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tck, 0, 6, to, NULL, NULL, NULL),
+                 "max_seqlen_q", "1..1048576");
+    /* decreasing */
+    cq[2] = 2;
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tck, 8, 6, to, NULL, NULL, NULL),
+                 "cu_seqlens_q[2] = 2", "at least cu_seqlens_q[1] = 3");
+    cq[2] = 3;
+    /* the last offset is not the total */
+    ck[3] = TK - 1;
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tck, 7, 6, to, NULL, NULL, NULL),
+                 "cu_seqlens_k[3] = 11", "the total 12");
+    ck[3] = TK;
+    /* not starting at 0 */
+    cq[0] = 1;
+    expect_error(kk_attention_varlen(tq, tk, tv, tcq, tck, 7, 6, to, NULL, NULL, NULL),
+                 "cu_seqlens_q[0] = 1", "expected 0");
+    cq[0] = 0;
+    /* a 2-D q */
+    kk_tensor *t2 = wrap(KK_DTYPE_F32, 2, (int64_t[]){TQ, HQ * D}, q);
+    expect_error(kk_attention_varlen(t2, tk, tv, tcq, tck, 7, 6, to, NULL, NULL, NULL), "q",
+                 "3 dimensions");
+    kk_assert_ok(kk_attention_varlen(tq, tk, tv, tcq, tck, 7, 6, to, NULL, NULL, NULL));
+    kk_tensor *all[] = {tq, tk, tv, to, tcq, tck, tc3, tf, t2};
+    for (int t = 0; t < 9; t++) kk_tensor_destroy(all[t]);
+}
+
+static void bad_params_are_named(void **state) {
+    (void)state;
+    const kk_op *op;
+    kk_op_params p;
+    kk_assert_ok(kk_op_find("attention_varlen", &op));
+    expect_error(kk_op_params_parse(op, "seqlens_q=5:3 seqlens_k=5", &p), "seqlens_k",
+                 "as many lengths as seqlens_q (2)");
+    expect_error(kk_op_params_parse(op, "seqlens_q=5:3 seqlens_k=5:1 nseq=3", &p), "nseq",
+                 "0 or 2");
+    expect_error(kk_op_params_parse(op, "seqlens_q=5:3 seqlens_k=5:1 total_q=9", &p), "total_q",
+                 "0 or 8");
+    expect_error(kk_op_params_parse(op, "seqlens_q=5:3 seqlens_k=5:1 max_seqlen_k=4", &p),
+                 "max_seqlen_k", "at least 5");
+    expect_error(kk_op_params_parse(op, "seqlens_q=0:0 seqlens_k=5:1", &p), "total_q", "1..");
+    expect_error(kk_op_params_parse(op, "seqlens_q=5:-1 seqlens_k=5:1", &p), "seqlens_q",
+                 "integers in 0..1048576");
+    expect_error(kk_op_params_parse(op, "seqlens_q=5:x seqlens_k=5:1", &p), "seqlens_q", NULL);
+    expect_error(kk_op_params_parse(op, "seqlens_q=none seqlens_k=none", &p), "nseq", NULL);
+    expect_error(kk_op_params_parse(op, "Hq=4 Hkv=3", &p), "Hkv", "divisor");
+    kk_assert_ok(kk_op_params_parse(op, "nseq=3 total_q=10 total_k=7 seqlens_q=none "
+                                        "seqlens_k=none", &p));
+    /* the even split: 3, 3, 4 and 2, 2, 3 */
+    assert_int_equal(kk__attention_varlen_len(&p, 0, 0), 3);
+    assert_int_equal(kk__attention_varlen_len(&p, 0, 2), 4);
+    assert_int_equal(kk__attention_varlen_len(&p, 1, 2), 3);
+}
+
+/* Lists parse, format and parse back to the same bytes; FLOPs and bytes are
+ * the exact counts of the lengths. */
+static void lists_and_counts(void **state) {
+    (void)state;
+    const kk_op *op;
+    kk_op_params p, back;
+    kk_assert_ok(kk_op_find("attention_varlen", &op));
+    /* the parameter enum (op_attention_varlen.h) is the row's order */
+    static const char *const names[KK__AVL_NPARAMS] = {
+        [KK__AVL_NSEQ] = "nseq", [KK__AVL_HQ] = "Hq", [KK__AVL_HKV] = "Hkv",
+        [KK__AVL_TQ] = "total_q", [KK__AVL_TK] = "total_k", [KK__AVL_MAXQ] = "max_seqlen_q",
+        [KK__AVL_MAXK] = "max_seqlen_k", [KK__AVL_D] = "D", [KK__AVL_CAUSAL] = "causal",
+        [KK__AVL_WL] = "window_left", [KK__AVL_WR] = "window_right", [KK__AVL_SCALE] = "scale",
+        [KK__AVL_LSE] = "lse", [KK__AVL_DTYPE] = "dtype", [KK__AVL_DROPOUT] = "dropout",
+        [KK__AVL_SEED] = "seed", [KK__AVL_OFFSET] = "offset", [KK__AVL_LENS_Q] = "seqlens_q",
+        [KK__AVL_LENS_K] = "seqlens_k"};
+    assert_int_equal(op->nparams, KK__AVL_NPARAMS);
+    for (int i = 0; i < KK__AVL_NPARAMS; i++) assert_int_equal(kk_op_param_index(op, names[i]), i);
+    kk_assert_ok(kk_op_params_parse(
+        op, "Hq=1 Hkv=1 D=16 causal=1 seqlens_q=2:0:3 seqlens_k=5:4:3 dtype=bf16", &p));
+    const int32_t *v;
+    assert_int_equal(kk_op_params_list(&p, "seqlens_k", &v), 3);
+    assert_int_equal(v[0], 5);
+    assert_int_equal(v[2], 3);
+    char text[1024];
+    kk_assert_ok(kk_op_params_format(&p, text, sizeof text));
+    kk_assert_contains(text, "seqlens_q=2:0:3 seqlens_k=5:4:3");
+    kk_assert_ok(kk_op_params_parse(op, text, &back));
+    assert_memory_equal(&p, &back, sizeof p);
+    /* seq 0: Sq 2, Sk 5 causal: 4 + 5 keys; seq 1: none; seq 2: 1 + 2 + 3 */
+    assert_true(kk_op_flops(&p) == 4.0 * 16 * 15);
+    /* q, o 5x16, k, v 12x16 in bf16, two int32 [4] */
+    assert_true(kk_op_bytes(&p) == 2.0 * (5 * 16 * 2 + 12 * 16 * 2) + 2 * 16);
+    kk_op_tensor t[KK_OP_MAX_TENSORS];
+    int n;
+    kk_assert_ok(kk_op_tensors(&p, t, &n));
+    assert_int_equal(n, 6);
+    assert_string_equal(t[3].name, "cu_seqlens_q");
+    assert_int_equal(t[3].dtype, KK_DTYPE_INT32);
+    assert_int_equal(t[3].shape[0], 4);
+    /* the harness's offsets are the lengths summed */
+    int32_t cu[2][4];
+    void *bufs[5] = {calloc(5 * 16, 2), calloc(12 * 16, 2), calloc(12 * 16, 2), cu[0], cu[1]};
+    kk_assert_ok(kk_case_fill_inputs(&p, 1, KK_DIST_FULL, bufs));
+    const int32_t want[2][4] = {{0, 2, 2, 5}, {0, 5, 9, 12}};
+    assert_memory_equal(cu, want, sizeof cu);
+    for (int i = 0; i < 3; i++) free(bufs[i]);
+    /* more than KK_OP_LIST_MAX values */
+    char many[1024] = "seqlens_q=";
+    for (int i = 0; i <= KK_OP_LIST_MAX; i++) strcat(many, i ? ":1" : "1");
+    expect_error(kk_op_params_parse(op, many, &p), "seqlens_q", "up to 64 integers");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lists_and_counts),
+        cmocka_unit_test(bad_params_are_named),
+        cmocka_unit_test(passes_with_best_kernels),
+        cmocka_unit_test(passes_with_generic_kernels),
+        cmocka_unit_test(fuzz_cases_pass),
+        cmocka_unit_test(packed_equals_sequences_alone),
+        cmocka_unit_test(equal_lengths_are_a_batch),
+        cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(bad_offsets_are_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
