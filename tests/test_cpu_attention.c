@@ -287,6 +287,66 @@ static void same_bits_for_any_thread_count(void **state) {
     free(in[k]);
 }
 
+/* [B,S,H,D] buffers seen as [B,H,S,D] (kk_tensor_transpose) go through
+ * kk_attention without a copy and give the contiguous run's very bits; a view
+ * whose head dim is not contiguous is refused, naming the tensor. */
+static void strided_views_match_contiguous(void **state) {
+  (void)state;
+  enum { B = 2, S = 37, Hq = 4, Hkv = 2, D = 24 };
+  const kk_op *op;
+  kk_op_params p;
+  kk_assert_ok(kk_op_find("attention", &op));
+  kk_assert_ok(kk_op_params_parse(op, "B=2 Hq=4 Hkv=2 Sq=37 Sk=37 D=24 causal=1 lse=1 dtype=bf16", &p));
+  static uint16_t q[B * Hq * S * D], k[B * Hkv * S * D], v[B * Hkv * S * D], o_contig[B * Hq * S * D];
+  static float lse_contig[B * Hq * S], lse_strided[B * Hq * S];
+  kk_assert_ok(kk_case_fill_inputs(&p, 99, KK_DIST_FULL, (void *[]){q, k, v}));
+  kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){q, k, v, o_contig, lse_contig}));
+  /* the same values in [B,S,H,D] buffers */
+  kk_tensor *bq, *bk, *bv, *bo, *lse;
+  kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hq, D}, &bq));
+  kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hkv, D}, &bk));
+  kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hkv, D}, &bv));
+  kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 4, (int64_t[]){B, S, Hq, D}, &bo));
+  kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_F32, 3, (int64_t[]){B, Hq, S}, &lse));
+  kk_tensor *vq, *vk, *vv, *vo;
+  kk_assert_ok(kk_tensor_transpose(bq, 1, 2, &vq));
+  kk_assert_ok(kk_tensor_transpose(bk, 1, 2, &vk));
+  kk_assert_ok(kk_tensor_transpose(bv, 1, 2, &vv));
+  kk_assert_ok(kk_tensor_transpose(bo, 1, 2, &vo));
+  assert_false(kk_tensor_is_contiguous(vq));
+  uint16_t *hq = bq->data, *hk = bk->data, *hv = bv->data, *ho = bo->data;
+  for (int b = 0; b < B; b++)
+    for (int s = 0; s < S; s++) {
+      for (int h = 0; h < Hq; h++)
+        memcpy(hq + (((size_t)b * S + s) * Hq + h) * D, q + (((size_t)b * Hq + h) * S + s) * D, 2 * D);
+      for (int h = 0; h < Hkv; h++) {
+        memcpy(hk + (((size_t)b * S + s) * Hkv + h) * D, k + (((size_t)b * Hkv + h) * S + s) * D, 2 * D);
+        memcpy(hv + (((size_t)b * S + s) * Hkv + h) * D, v + (((size_t)b * Hkv + h) * S + s) * D, 2 * D);
+      }
+    }
+  kk_attention_options opt;
+  kk_attention_options_init(&opt);
+  opt.causal = 1;
+  kk_assert_ok(kk_attention(vq, vk, vv, vo, lse, &opt, NULL));
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < Hq; h++)
+      for (int s = 0; s < S; s++)
+        assert_memory_equal(ho + (((size_t)b * S + s) * Hq + h) * D,
+                            o_contig + (((size_t)b * Hq + h) * S + s) * D, 2 * D);
+  memcpy(lse_strided, lse->data, sizeof lse_strided);
+  assert_memory_equal(lse_contig, lse_strided, sizeof lse_strided);
+  /* the head dim strided (a transpose of the last two dims): refused, named */
+  kk_tensor *dq4;
+  kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 4, (int64_t[]){B, Hq, D, S}, &dq4));
+  kk_tensor *dqv;
+  kk_assert_ok(kk_tensor_transpose(dq4, 2, 3, &dqv)); /* [B,Hq,S,D], head dim stride S */
+  kk_assert_status(kk_attention(dqv, vk, vv, vo, NULL, &opt, NULL), KK_ERR_INVALID_ARGUMENT);
+  kk_assert_contains(kk_last_error_message(), "q");
+  kk_tensor *all[] = {bq, bk, bv, bo, lse, vq, vk, vv, vo, dq4, dqv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kk_tensor_destroy(all[i]);
+}
+
 /* Called directly (as a harness bug would), the slot still refuses a tensor
  * that is not what the parameters describe, and names it. */
 static void slot_refuses_wrong_tensors(void **state) {
@@ -324,6 +384,7 @@ int main(void) {
       cmocka_unit_test(dropout_mask_is_the_references),
       cmocka_unit_test(same_bits_for_any_thread_count),
       cmocka_unit_test(slot_refuses_wrong_tensors),
+      cmocka_unit_test(strided_views_match_contiguous),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

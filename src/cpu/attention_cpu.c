@@ -28,19 +28,28 @@ const kk__att_kernels *kk__att_kernels_best(void) {
 }
 
 /* kk_op_run has checked the tensors; a harness bug must still not become a
- * wild write, so the cheap checks are repeated. */
+ * wild write, so the cheap checks are repeated. q, k, v and o may be strided
+ * views (the row's `strided`: a [B,S,H,D] buffer seen as [B,H,S,D]) with the
+ * head dim contiguous: the blocks read rows through the strides; lse is
+ * written contiguously. */
 static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
   kk_status st = KK__CHECK_NOT_NULL(p);
   if (st != KK_OK)
     return st;
   kk_op_tensor d[KK_OP_MAX_TENSORS];
   const int n = kk__attention_describe(p, d);
-  for (int k = 0; k < n; k++)
-    if (!t || !t[k] || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
-        !kk_tensor_is_contiguous(t[k]) || t[k]->device_kind != KK_BACKEND_CPU)
+  for (int k = 0; k < n; k++) {
+    const int layout_ok =
+        t && t[k] &&
+        (kk_tensor_is_contiguous(t[k]) || (k < 4 && t[k]->ndim == 4 && t[k]->strides[3] == 1));
+    if (!layout_ok || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
+        t[k]->device_kind != KK_BACKEND_CPU)
       return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention", d[k].name,
-                           "a contiguous tensor of the described dtype and size on the cpu",
+                           k < 4 ? "a tensor of the described dtype and size on the cpu, its "
+                                   "last dimension contiguous"
+                                 : "a contiguous tensor of the described dtype and size on the cpu",
                            "%s", t && t[k] ? t[k]->device : "NULL");
+  }
   return KK_OK;
 }
 

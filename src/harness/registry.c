@@ -162,7 +162,7 @@ static const kk_op ops[] = {
                         KK_CHECK_ALLOW_NONFINITE)},
      .kernels = {[KK_BACKEND_CPU] = kk__attention_cpu,
                  [KK_BACKEND_CUDA] = KK__CUDA_SLOT(kk__attention_cuda)},
-     .strided = 1u << KK_BACKEND_CUDA},
+     .strided = (1u << KK_BACKEND_CPU) | (1u << KK_BACKEND_CUDA)},
     /* GPU MODE's checker exactly: |out - ref| <= 1e-3 + 1e-3 |ref|, NaN/inf
        must match. */
     {.name = "nvfp4_gemv",

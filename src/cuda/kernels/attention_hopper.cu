@@ -29,6 +29,12 @@ template <int KD, typename T, bool kDropout>
 cudaError_t launch_tuned(const Params &p, cudaStream_t stream, const char *v) {
     if (!strcmp(v, "2,128,2")) return launch<KD, T, kDropout, HopperTiles<2, 128, 2>>(p, stream);
     if (!strcmp(v, "3,128,2")) return launch<KD, T, kDropout, HopperTiles<3, 128, 2>>(p, stream);
+    if (!strcmp(v, "3,128,2,0,1,1"))
+        return launch<KD, T, kDropout, HopperTiles<3, 128, 2, false, 1, true>>(p, stream);
+    if (!strcmp(v, "3,128,3,0,1,1"))
+        return launch<KD, T, kDropout, HopperTiles<3, 128, 3, false, 1, true>>(p, stream);
+    if (!strcmp(v, "2,64,2,0,2,1"))
+        return launch<KD, T, kDropout, HopperTiles<2, 64, 2, false, 2, true>>(p, stream);
     if (!strcmp(v, "2,128,3,1")) return launch<KD, T, kDropout, HopperTiles<2, 128, 3, true>>(p, stream);
     if (!strcmp(v, "2,64,3,1")) return launch<KD, T, kDropout, HopperTiles<2, 64, 3, true>>(p, stream);
     if (!strcmp(v, "3,64,3,1")) return launch<KD, T, kDropout, HopperTiles<3, 64, 3, true>>(p, stream);

@@ -28,8 +28,10 @@
 
 namespace kk_attn {
 
-template <int WG, int BN, int ST, bool OV = false, int MINB = 1> struct HopperTiles {
+template <int WG, int BN, int ST, bool OV = false, int MINB = 1, bool SKV = false>
+struct HopperTiles {
     static constexpr int kWarpgroups = WG;
+    static constexpr bool kSplitKV = SKV && !OV; // K and V as separate cp.async groups
     static constexpr bool kOverlap = OV; // softmax of block j + 1 during P V of block j
     static constexpr int kBlockM = 64 * WG;
     static constexpr int kBlockN = BN;
@@ -162,13 +164,17 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
     float(&o_flat)[kDT * 4] = reinterpret_cast<float(&)[kDT * 4]>(o);
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
+    // K and V of block blk into its stage: one cp.async group, or (kSplitKV)
+    // two, so S = Q K^T can start before V has landed.
     auto load_kv = [&](int blk) {
         const int n0 = n_begin + blk * kBlockN, st = blk % kStages;
         load_tile_sw128<KD, T, C::kThreads>(sK + st * kBlockN * KD, gK + (int64_t)n0 * p.k_ss,
                                             p.k_ss, kBlockN, p.Sk - n0, p.d, tid);
+        if constexpr (C::kSplitKV) cp_async_commit();
         load_tile_sw128<KD, T, C::kThreads>(sV + st * kBlockN * KD, gV + (int64_t)n0 * p.v_ss,
                                             p.v_ss, kBlockN, p.Sk - n0, p.d, tid);
     };
+    constexpr int kGroups = C::kSplitKV ? 2 : 1; // cp.async groups per block
     // S = Q K^T of block blk, issued (not waited): KD / 16 steps, a step is
     // 32 bytes into a 128-byte row; the first overwrites S.
     auto issue_qk = [&](int blk, float(&s)[kNT][4]) {
@@ -235,8 +241,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
     if (n_blocks > 0) {
         load_tile_sw128<KD, T, C::kThreads>(sQ, gQ, p.q_ss, kBlockM, p.Sq - q0, p.d, tid);
 #pragma unroll
-        for (int s = 0; s < kStages - 1; s++) { // one group per stage, empty ones too
+        for (int s = 0; s < kStages - 1; s++) { // kGroups groups per stage, empty ones too
             if (s < n_blocks) load_kv(s);
+            else if (C::kSplitKV) cp_async_commit();
             cp_async_commit();
         }
     }
@@ -248,10 +255,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
             // Into the stage of block it - 1: every warpgroup finished it at
             // the barrier that ended the last step.
             if (it + kStages - 1 < n_blocks) load_kv(it + kStages - 1);
+            else if (C::kSplitKV) cp_async_commit();
             cp_async_commit();
-            cp_async_wait<kStages - 1>(); // block it (and Q) landed, for this thread
-            fence_proxy_async();          // ...visible to wgmma's async proxy
-            __syncthreads();              // ...for every thread's chunks
+            // Block it (and Q) landed, for this thread (with kSplitKV: its K;
+            // its V and the kStages - 1 blocks after it may be in flight).
+            cp_async_wait<kGroups * kStages - 1>();
+            fence_proxy_async(); // ...visible to wgmma's async proxy
+            __syncthreads();     // ...for every thread's chunks
             float s[kNT][4], alpha[2];
             kk_wgmma::wgmma_fence();
             issue_qk(it, s);
@@ -262,6 +272,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
             rescale_o(alpha);
             uint32_t pf[kBlockN / 16][4];
             pack_p(s, pf);
+            if constexpr (C::kSplitKV) { // V of block it
+                cp_async_wait<kGroups * (kStages - 1)>();
+                fence_proxy_async();
+                __syncthreads();
+            }
             kk_wgmma::wgmma_fence();
             issue_pv(it, pf);
             kk_wgmma::wgmma_commit();
