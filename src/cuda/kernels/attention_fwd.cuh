@@ -169,12 +169,14 @@ __device__ __forceinline__ void key_range(const Params &p, int i, int Sq, int Sk
 
 // One row r (0: g, 1: g + 8) of an m16 tile, after its scores s (raw, masked
 // to -inf) for one key block: the online softmax. New maximum m (raw units),
-// O and l rescaled by 2^((m_old - m) scale_log2), s replaced by the weights
-// 2^(s scale_log2 - m scale_log2), their sum added to l. A row that has seen
-// no key keeps m = -inf and subtracts 0 instead, so exp2 gives 0, never NaN.
-template <int kNTiles, int kDTiles>
-__device__ __forceinline__ void softmax_row(float (&s)[kNTiles][4], float (&o)[kDTiles][4], int r,
-                                            float &m_run, float &l_run, float scale_log2) {
+// s replaced by the weights 2^(s scale_log2 - m scale_log2), their sum added
+// to l (rescaled first), and O's rescale factor 2^((m_old - m) scale_log2)
+// returned: the Hopper kernel applies it later (its O may be an operand of a
+// wgmma in flight). A row that has seen no key keeps m = -inf and subtracts 0
+// instead, so exp2 gives 0, never NaN.
+template <int kNTiles>
+__device__ __forceinline__ float softmax_row_alpha(float (&s)[kNTiles][4], int r, float &m_run,
+                                                   float &l_run, float scale_log2) {
     float mx = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
@@ -194,6 +196,14 @@ __device__ __forceinline__ void softmax_row(float (&s)[kNTiles][4], float (&o)[k
             sum += e;
         }
     l_run = l_run * alpha + sum;
+    return alpha;
+}
+
+// softmax_row_alpha with O's row r rescaled at once.
+template <int kNTiles, int kDTiles>
+__device__ __forceinline__ void softmax_row(float (&s)[kNTiles][4], float (&o)[kDTiles][4], int r,
+                                            float &m_run, float &l_run, float scale_log2) {
+    const float alpha = softmax_row_alpha(s, r, m_run, l_run, scale_log2);
 #pragma unroll
     for (int dt = 0; dt < kDTiles; dt++) {
         o[dt][2 * r] *= alpha;

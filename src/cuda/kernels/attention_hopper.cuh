@@ -91,35 +91,6 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// The online softmax of row r (0: g, 1: g + 8) of a warp's m16 slice, as
-// softmax_row (attention_fwd.cuh) computes it, but returning O's rescale
-// factor instead of applying it: with the overlap, O is still an operand of
-// the P V wgmma in flight when the next block's weights are computed.
-template <int kNTiles>
-__device__ __forceinline__ float softmax_row_alpha(float (&s)[kNTiles][4], int r, float &m_run,
-                                                   float &l_run, float scale_log2) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m_run, mx);
-    const float m_scaled = m_new == -INFINITY ? 0.f : m_new * scale_log2;
-    const float alpha = exp2_approx(m_run * scale_log2 - m_scaled);
-    m_run = m_new;
-    float sum = 0.f;
-#pragma unroll
-    for (int nt = 0; nt < kNTiles; nt++)
-#pragma unroll
-        for (int c = 0; c < 2; c++) {
-            const float e = exp2_approx(fmaf(s[nt][2 * r + c], scale_log2, -m_scaled));
-            s[nt][2 * r + c] = e;
-            sum += e;
-        }
-    l_run = l_run * alpha + sum;
-    return alpha;
-}
-
 template <int KD, typename T, bool kDropout, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_kernel(const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
