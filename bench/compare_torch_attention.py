@@ -6,6 +6,10 @@ kernelkit attention suite, for the side-by-side comparison (ANCHORS.md).
     kernelkit bench --device cuda:0 --suite attention -o kernelkit-attention.json
     kernelkit report kernelkit-attention.json torch-attention.json --output report.md
 
+The L2 flush before each sample is a write (GPU MODE's rule) unless
+KK_BENCH_FLUSH=read, which pairs with `kernelkit bench --flush read`
+(bench/anchor_timing.py); the mode is recorded in the samples file.
+
 Each case's parameters are the suite's own, so the entries pair with
 KernelKit's. The mask is bottom-right aligned like KernelKit's: for Sq == Sk
 (every case of the suites) that is SDPA's is_causal. Cases SDPA cannot express
@@ -58,7 +62,8 @@ def main(suite_path, out_path):
             except RuntimeError as e:  # the backend refuses this shape
                 print(f"skip {case['name']} {impl}: {str(e).splitlines()[0]}", file=sys.stderr)
                 continue
-            out.add(f"anchor/{impl}/{case['name']}", "attention", case["params"], impl, samples)
+            out.add(f"anchor/{impl}/{case['name']}", "attention", case["params"], impl, samples,
+                    flush=timer.flush_mode)
             med = sorted(samples)[len(samples) // 2]
             print(f"{case['name']:44s} {impl:18s} median {med * 1e6:10.1f} us")
     out.write(out_path)

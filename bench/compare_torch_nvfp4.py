@@ -19,6 +19,9 @@ statistics and the registry's byte counts, paired with KernelKit's entries by
   ./build/kernelkit bench --device cuda:0 --import samples.json -o torch-nvfp4.json
   ./build/kernelkit bench --device cuda:0 --suite nvfp4_gemv --cold -o kernelkit-nvfp4.json
   ./build/kernelkit report kernelkit-nvfp4.json torch-nvfp4.json --output report.md
+
+KK_BENCH_FLUSH=read (with `kernelkit bench --flush read`) flushes the L2 by
+reading instead of writing; the mode is recorded in the samples file.
 """
 import json
 import sys
@@ -70,7 +73,7 @@ def main(suite_path, out_path):
             for impl, fn in runs.items():
                 samples = timer.time(fn)
                 out.add(f"anchor/{impl}/{case['name']}", "nvfp4_gemv", case["params"], impl,
-                        samples)
+                        samples, flush=timer.flush_mode)
                 print(f"{case['name']:40s} {impl:24s} median "
                       f"{sorted(samples)[len(samples) // 2] * 1e6:9.2f} us", flush=True)
             del av, bv, a, b, sa, sb

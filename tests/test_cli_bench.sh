@@ -46,6 +46,17 @@ check import-sample  2 "benchmarks\[0\].samples\[1\]" -- "$cli" bench --device c
 check import-no-out  2 "--import needs -o" -- "$cli" bench --device cpu --import "$tmp/raw.json"
 check import-suite   2 "--import takes no --suite" -- "$cli" bench --device cpu --import "$tmp/raw.json" --suite smoke -o "$tmp/x.json"
 check cold           0 "^convert/n=1000,src=f32,dst=bf16 +median" -- "$cli" bench --device cpu --op convert --params n=1000 --cold --time-budget 0.2
+check cold-read      0 '"flush_mode":[[:space:]]+"read"' -- bash -c "'$cli' bench --device cpu --op convert --params n=1000 --cold --flush read --time-budget 0.2 -o '$tmp/read.json' >/dev/null && cat '$tmp/read.json'"
+check flush-default  0 '"flush_mode":[[:space:]]+"write"' -- cat "$tmp/own.json"
+check flush-compare  0 "L2 flush modes differ for 1 cold benchmark" -- bash -c "'$cli' bench --device cpu --op convert --params n=1000 --cold --time-budget 0.2 -o '$tmp/write.json' >/dev/null && '$cli' compare '$tmp/write.json' '$tmp/read.json'; true"
+check bad-flush      2 "bad --flush: 'erase' \\(expected write or read\\)" -- "$cli" bench --device cpu --op convert --flush erase
+check no-flush-value 2 "option '--flush' needs a value" -- "$cli" bench --device cpu --op convert --flush
+check import-flush-opt 2 "--import takes no --flush" -- "$cli" bench --device cpu --import "$tmp/raw.json" --flush read -o "$tmp/x.json"
+printf '{"benchmarks": [{"name": "anchor/torch/convert", "op": "convert", "params": "n=1000 src=f32 dst=bf16", "implementation": "torch_x", "samples": [1e-6, 1.2e-6], "cold": true, "flush": "read"}]}' >"$tmp/raw5.json"
+check import-flush   0 '"flush_mode":[[:space:]]+"read"' -- bash -c "'$cli' bench --device cpu --import '$tmp/raw5.json' -o '$tmp/anchor5.json' >/dev/null && cat '$tmp/anchor5.json'"
+check import-flush-pair 0 "vs .torch_x. \\(L2 flush write vs read\\)" -- bash -c "'$cli' report '$tmp/write.json' '$tmp/anchor5.json' --output '$tmp/pair5.md' >/dev/null && cat '$tmp/pair5.md'"
+printf '{"benchmarks": [{"name": "a", "op": "convert", "params": "n=8", "implementation": "t", "samples": [1], "flush": "erase"}]}' >"$tmp/raw6.json"
+check import-bad-flush 2 "raw6.json: benchmarks\[0\].flush: expected \"write\" or \"read\"" -- "$cli" bench --device cpu --import "$tmp/raw6.json" -o "$tmp/x.json"
 check no-cuda        2 "cuda.*unavailable" -- env CUDA_VISIBLE_DEVICES= "$cli" bench --device cuda:0 --op convert
 check no-selection   2 "no case selected"   -- "$cli" bench --device cpu --suite "$suites/smoke.json" --filter nope
 check unknown-opt    2 "unknown option"     -- "$cli" bench --device cpu --bogus

@@ -153,6 +153,46 @@ static void other_device_warns(void **state) {
     kk_bench_comparison_free(c);
 }
 
+/* The fixtures predate "flush_mode" (so they read as write-flushed); the
+ * same samples said to be read-flushed are not compared silently. */
+static void other_flush_mode_warns(void **state) {
+    (void)state;
+    kk_bench_results *b = read_doc(FIXTURE("base.json")), *n = read_doc(FIXTURE("base.json"));
+    for (size_t i = 0; i < n->count; i++) {
+        assert_int_equal(b->entries[i].m.flush_mode, KK_BENCH_FLUSH_WRITE);
+        assert_int_equal(b->entries[i].m.cold, 1);
+        n->entries[i].m.flush_mode = KK_BENCH_FLUSH_READ;
+    }
+    kk_bench_comparison *c = NULL;
+    kk_assert_ok(kk_bench_compare(b, n, NULL, &c));
+    assert_int_equal(c->nwarnings, 1);
+    kk_assert_contains(c->warnings[0], "L2 flush modes differ for");
+    kk_assert_contains(c->warnings[0], "base write, new read");
+    assert_string_equal(row(c, FX_SAME)->note, "L2 flush write vs read");
+    assert_verdict(c, FX_SAME, KK_VERDICT_SAME); /* a note, not a verdict */
+    char *md = NULL;
+    kk_assert_ok(kk_bench_comparison_markdown(c, &md));
+    kk_assert_contains(md, "L2 flush modes differ");
+    free(md);
+    kk_bench_comparison_free(c);
+
+    /* hot on one side: the flush mode does not apply, cold vs hot is the note */
+    n->entries[0].m.cold = 0;
+    kk_assert_ok(kk_bench_compare(b, n, NULL, &c));
+    assert_string_equal(c->rows[0].note, "cold vs hot samples");
+    kk_bench_comparison_free(c);
+
+    /* the same mode on both sides: nothing to say */
+    for (size_t i = 0; i < b->count; i++) b->entries[i].m.flush_mode = KK_BENCH_FLUSH_READ;
+    n->entries[0].m.cold = 1;
+    kk_assert_ok(kk_bench_compare(b, n, NULL, &c));
+    assert_int_equal(c->nwarnings, 0);
+    assert_string_equal(row(c, FX_SAME)->note, "");
+    kk_bench_comparison_free(c);
+    kk_bench_results_free(b);
+    kk_bench_results_free(n);
+}
+
 static void markdown_and_json(void **state) {
     (void)state;
     kk_bench_comparison *c = compare_files(FIXTURE("base.json"), FIXTURE("new.json"), NULL);
@@ -385,6 +425,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(swapped_files_swap_verdicts),
         cmocka_unit_test(options_threshold_and_entry_override),
         cmocka_unit_test(other_device_warns),
+        cmocka_unit_test(other_flush_mode_warns),
         cmocka_unit_test(markdown_and_json),
         cmocka_unit_test(bad_input),
         cmocka_unit_test(measured_a_a_is_never_slower),

@@ -3,7 +3,9 @@
  * the GPU's nanosecond timer) is measured by the events at that time, with
  * and without the blocking kernel; a tiny kernel is batched into a CUDA graph
  * (hot); cold samples allocate an L2-sized flush buffer that is freed
- * afterwards (device memory returns); telemetry and the throttle fields are
+ * afterwards (device memory returns), 2x the L2 for the read flush; cold
+ * samples of a kernel reading half the L2 are slower than hot ones under both
+ * flush modes (the data was evicted); telemetry and the throttle fields are
  * filled; launch errors and callback errors stop the measurement with the
  * status and the CUDA error name; the caller's current device is kept.
  * Skips (77) without a GPU. */
@@ -24,6 +26,8 @@ typedef struct job {
     int probe_at;       /* at this call, read the device's free memory */
     uint64_t free_then;
     int fail_at;
+    const void *buf; /* not NULL: read `bytes` of it (the read-flush kernel as work) */
+    size_t bytes;
 } job;
 
 static kk_status run(void *ctx, kk_stream stream) {
@@ -35,6 +39,7 @@ static kk_status run(void *ctx, kk_stream stream) {
         kk_assert_ok(kk_device_get_info(DEV, &d));
         j->free_then = d.mem_free_bytes;
     }
+    if (j->buf) return kk__bench_test_read(stream, j->buf, j->bytes);
     if (j->seconds > 0) return kk__bench_test_spin(stream, j->seconds);
     if (j->seconds == 0) return kk__bench_test_tiny(stream);
     return kk__bench_test_bad_launch(stream);
@@ -165,6 +170,69 @@ static void flush_buffer_is_allocated_and_freed(void **state) {
     kk_bench_measurement_free(&m);
 }
 
+static void read_flush_buffer_is_twice_the_l2(void **state) {
+    (void)state;
+    kk_device_info info;
+    kk_assert_ok(kk_device_get_info(DEV, &info));
+    kk_bench_options o = opts();
+    o.min_time_s = 0.02;
+    o.flush_mode = KK_BENCH_FLUSH_READ;
+    uint64_t before = device_free();
+    job j = {.seconds = 1e-4, .probe_at = 200};
+    kk_bench_measurement m;
+    kk_assert_ok(kk_bench_measure(DEV, run, &j, &o, &m));
+    assert_int_equal(m.cold, 1);
+    assert_int_equal(m.flush_mode, KK_BENCH_FLUSH_READ);
+    assert_int_equal(m.flush_bytes, 2 * info.l2_bytes);
+    uint64_t after = device_free();
+    printf("read flush: free before %llu, during %llu, after %llu\n",
+           (unsigned long long)before, (unsigned long long)j.free_then,
+           (unsigned long long)after);
+    assert_true(before - j.free_then >= info.l2_bytes * 2 * 9 / 10);
+    assert_true(after >= j.free_then + info.l2_bytes * 2 * 9 / 10);
+    /* the 100 us spin is still measured at its duration behind the read kernel */
+    assert_true(median(&m) > 0.98e-4 && median(&m) < 1.15e-4);
+    kk_bench_measurement_free(&m);
+}
+
+/* A kernel reading half the L2 (so that, hot, it is served from the L2):
+ * its cold samples, after either flush, read HBM and are slower. */
+static void cold_samples_miss_the_l2_in_both_modes(void **state) {
+    (void)state;
+    kk_device_info info;
+    kk_assert_ok(kk_device_get_info(DEV, &info));
+    size_t bytes = (size_t)info.l2_bytes / 2 / 16 * 16;
+    void *buf = NULL;
+    kk_assert_ok(kk__bench_test_alloc(bytes, &buf));
+    job j = {.buf = buf, .bytes = bytes};
+    double hot = 0, cold[KK_BENCH_FLUSH_COUNT] = {0};
+    for (int mode = 0; mode < KK_BENCH_FLUSH_COUNT; mode++) {
+        kk_bench_options o = opts();
+        o.min_time_s = 0.05;
+        o.batch = 1;
+        o.flush_mode = mode;
+        kk_bench_measurement m;
+        if (mode == 0) {
+            o.cold = 0;
+            kk_assert_ok(kk_bench_measure(DEV, run, &j, &o, &m));
+            assert_int_equal(m.cold, 0);
+            hot = median(&m);
+            kk_bench_measurement_free(&m);
+        }
+        o.cold = 1;
+        kk_assert_ok(kk_bench_measure(DEV, run, &j, &o, &m));
+        assert_int_equal(m.cold, 1);
+        assert_int_equal(m.flush_mode, mode);
+        cold[mode] = median(&m);
+        kk_bench_measurement_free(&m);
+    }
+    printf("read of %zu bytes: hot %.3f us, cold %.3f us (write flush), %.3f us (read flush)\n",
+           bytes, hot * 1e6, cold[KK_BENCH_FLUSH_WRITE] * 1e6, cold[KK_BENCH_FLUSH_READ] * 1e6);
+    kk__bench_test_free(buf);
+    assert_true(cold[KK_BENCH_FLUSH_WRITE] > 1.2 * hot);
+    assert_true(cold[KK_BENCH_FLUSH_READ] > 1.2 * hot);
+}
+
 static void errors_stop_the_measurement(void **state) {
     (void)state;
     kk_bench_options o = opts();
@@ -196,6 +264,8 @@ int main(void) {
         cmocka_unit_test(spin_is_measured_at_its_duration),
         cmocka_unit_test(tiny_kernel_is_batched_in_a_graph),
         cmocka_unit_test(flush_buffer_is_allocated_and_freed),
+        cmocka_unit_test(read_flush_buffer_is_twice_the_l2),
+        cmocka_unit_test(cold_samples_miss_the_l2_in_both_modes),
         cmocka_unit_test(errors_stop_the_measurement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

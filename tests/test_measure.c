@@ -184,6 +184,34 @@ static void cold_cpu_samples_use_the_llc_sized_flush(void **state) {
     kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
     assert_int_equal(m.cold, 1);
     assert_true(m.flush_bytes >= (1u << 20)); /* 2x the LLC, or 32 MiB */
+    assert_int_equal(m.flush_mode, KK_BENCH_FLUSH_WRITE); /* the default */
+    assert_int_equal(m.options.flush_mode, KK_BENCH_FLUSH_WRITE);
+    kk_bench_measurement_free(&m);
+}
+
+/* The read flush sweeps the same 2x-LLC buffer with loads and is recorded. */
+static void cold_cpu_samples_can_flush_by_reading(void **state) {
+    (void)state;
+    work w = {.iters = 20000};
+    kk_bench_options o = fast();
+    o.cold = 1;
+    o.flush_mode = KK_BENCH_FLUSH_READ;
+    o.min_time_s = 0;
+    o.max_samples = o.min_samples = 10;
+    kk_bench_measurement m;
+    kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
+    assert_int_equal(m.cold, 1);
+    assert_true(m.flush_bytes >= (1u << 20));
+    assert_int_equal(m.flush_mode, KK_BENCH_FLUSH_READ);
+    assert_int_equal(m.options.flush_mode, KK_BENCH_FLUSH_READ);
+    assert_int_equal(m.n, 10);
+    for (size_t i = 0; i < m.n; i++) assert_true(m.samples[i] > 0);
+    kk_bench_measurement_free(&m);
+
+    /* an odd size (not a multiple of the sweep's word) is fine too */
+    o.flush_bytes = (1u << 20) + 13;
+    kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
+    assert_int_equal(m.flush_bytes, (1u << 20) + 13);
     kk_bench_measurement_free(&m);
 }
 
@@ -260,6 +288,8 @@ BAD(pin_cpu, o->pin_cpu = -2)
 BAD(check_every, o->check_every = 0)
 BAD(rse_resamples, o->rse_resamples = 50)
 BAD(blocking_kernel, o->blocking_kernel = 3)
+BAD(flush_mode, o->flush_mode = 2)
+BAD(flush_mode_negative, o->flush_mode = -1)
 
 static void bad_options_are_named(void **state) {
     (void)state;
@@ -282,6 +312,8 @@ static void bad_options_are_named(void **state) {
         {"options.check_every", set_check_every},
         {"options.rse_resamples", set_rse_resamples},
         {"options.blocking_kernel", set_blocking_kernel},
+        {"options.flush_mode", set_flush_mode},
+        {"options.flush_mode", set_flush_mode_negative},
     };
     work w = {.iters = 10};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -323,6 +355,32 @@ static void stop_names(void **state) {
     kk_assert_status(kk_bench_stop_parse("bored", &s), KK_ERR_INVALID_ARGUMENT);
 }
 
+static void flush_names(void **state) {
+    (void)state;
+    kk_bench_options o;
+    kk_bench_options_default(&o);
+    assert_int_equal(o.flush_mode, KK_BENCH_FLUSH_WRITE); /* GPU MODE's rule by default */
+    assert_string_equal(kk_bench_flush_name(KK_BENCH_FLUSH_WRITE), "write");
+    assert_string_equal(kk_bench_flush_name(KK_BENCH_FLUSH_READ), "read");
+    assert_string_equal(kk_bench_flush_name((kk_bench_flush)7), "?");
+    for (int i = 0; i < KK_BENCH_FLUSH_COUNT; i++) {
+        kk_bench_flush f;
+        kk_assert_ok(kk_bench_flush_parse(kk_bench_flush_name((kk_bench_flush)i), &f));
+        assert_int_equal(f, i);
+    }
+    kk_bench_flush f = KK_BENCH_FLUSH_READ;
+    kk_assert_status(kk_bench_flush_parse("Read", &f), KK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kk_last_error()->argument, "name");
+    kk_assert_contains(kk_last_error_message(), "write or read");
+    kk_assert_contains(kk_last_error_message(), "Read");
+    assert_int_equal(f, KK_BENCH_FLUSH_READ); /* untouched */
+    kk_assert_status(kk_bench_flush_parse(NULL, &f), KK_ERR_INVALID_ARGUMENT);
+    o.flush_mode = 5;
+    kk_assert_status(kk_bench_options_validate(&o), KK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kk_last_error()->argument, "options.flush_mode");
+    assert_string_equal(kk_last_error()->value, "5");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stops_on_rse_target),
@@ -331,11 +389,13 @@ int main(void) {
         cmocka_unit_test(max_samples_stop),
         cmocka_unit_test(tiny_work_is_batched),
         cmocka_unit_test(cold_cpu_samples_use_the_llc_sized_flush),
+        cmocka_unit_test(cold_cpu_samples_can_flush_by_reading),
         cmocka_unit_test(pins_and_restores_the_thread),
         cmocka_unit_test(callback_errors_stop_the_measurement),
         cmocka_unit_test(bad_options_are_named),
         cmocka_unit_test(bad_arguments),
         cmocka_unit_test(stop_names),
+        cmocka_unit_test(flush_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,6 +130,31 @@ static void markdown_summary_tables_anchors(void **state) {
     kk_bench_results_free(docs[1]);
 }
 
+/* Anchors flushed otherwise than the KernelKit entry are still paired, and
+ * say so; every document says how its samples were flushed. */
+static void flush_modes_are_shown(void **state) {
+    (void)state;
+    kk_bench_results *doc = read_doc(FIXTURE("base.json"));
+    char *md = NULL;
+    kk_assert_ok(kk_bench_report_markdown((const kk_bench_results *const *)&doc, 1, NULL, &md));
+    kk_assert_contains(md, "- samples: 13 cold (L2 flush: 13 write, 0 read), 0 hot");
+    assert_int_equal(count(md, "L2 flush write vs read"), 0);
+    free(md);
+    for (size_t i = 0; i < doc->count; i++)
+        if (kk_bench_entry_anchor(&doc->entries[i], NULL, 0))
+            doc->entries[i].m.flush_mode = KK_BENCH_FLUSH_READ;
+    kk_assert_ok(kk_bench_report_markdown((const kk_bench_results *const *)&doc, 1, NULL, &md));
+    kk_assert_contains(md, "- samples: 13 cold (L2 flush: 8 write, 5 read), 0 hot");
+    kk_assert_contains(md, "0.921\xc3\x97 vs `cublas` (L2 flush write vs read)");
+    free(md);
+    char *html = NULL;
+    kk_assert_ok(kk_bench_report_html((const kk_bench_results *const *)&doc, 1, NULL, &html));
+    kk_assert_contains(html, "13 cold (L2 flush: 8 write, 5 read), 0 hot");
+    kk_assert_contains(html, "vs <code>cublas</code> (L2 flush write vs read)");
+    free(html);
+    kk_bench_results_free(doc);
+}
+
 static void html_structure(void **state) {
     (void)state;
     kk_bench_results *doc = read_doc(FIXTURE("base.json"));
@@ -236,6 +261,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(anchor_convention),
         cmocka_unit_test(markdown_summary_tables_anchors),
+        cmocka_unit_test(flush_modes_are_shown),
         cmocka_unit_test(html_structure),
         cmocka_unit_test(hostile_names_are_escaped),
         cmocka_unit_test(bad_arguments),

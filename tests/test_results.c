@@ -114,6 +114,10 @@ static kk_bench_results *build(void) {
                        .threshold = 0.05, .resamples = 1000};
     kk_bench_measurement m;
     fake_measurement(&m, 37, 1e-3);
+    m.cold = 1; /* read-flushed: the mode must survive the round trip */
+    m.flush_bytes = 100ull << 20;
+    m.flush_mode = KK_BENCH_FLUSH_READ;
+    m.options.flush_mode = KK_BENCH_FLUSH_READ;
     kk_assert_ok(kk_bench_results_add(r, &s, &m));
     kk_bench_measurement_free(&m);
 
@@ -233,7 +237,15 @@ static void round_trip_is_exact(void **state) {
         assert_true(x->share_tflops == y->share_tflops && x->threshold == y->threshold);
         assert_string_equal(x->m.throttle_note, y->m.throttle_note);
         assert_int_equal(x->m.stop, y->m.stop);
+        assert_int_equal(x->m.cold, y->m.cold);
+        assert_int_equal(x->m.flush_mode, y->m.flush_mode);
+        assert_int_equal(x->m.options.flush_mode, y->m.options.flush_mode);
     }
+    assert_int_equal(back->entries[0].m.flush_mode, KK_BENCH_FLUSH_READ);
+    assert_int_equal(back->entries[0].m.options.flush_mode, KK_BENCH_FLUSH_READ);
+    assert_int_equal(back->entries[1].m.flush_mode, KK_BENCH_FLUSH_WRITE); /* the default */
+    kk_assert_contains(a, "\"flush_mode\":\t\"read\"");
+    kk_assert_contains(a, "\"flush_mode\":\t\"write\"");
     assert_int_equal(back->env.argc, 5);
     assert_string_equal(back->env.argv[4], k_argv[4]);
 
@@ -366,6 +378,12 @@ static void hostile_documents_are_refused(void **state) {
         {"benchmarks.0.measurement.stop_reason", "\"bored\"", KK_ERR_IO,
          "benchmarks[0].measurement.stop_reason"},
         {"benchmarks.0.measurement.cold", "1", KK_ERR_IO, "benchmarks[0].measurement.cold"},
+        {"benchmarks.0.measurement.flush_mode", "\"erase\"", KK_ERR_IO,
+         "benchmarks[0].measurement.flush_mode"},
+        {"benchmarks.0.measurement.flush_mode", "1", KK_ERR_IO,
+         "benchmarks[0].measurement.flush_mode"},
+        {"benchmarks.0.measurement.options.flush_mode", "\"READ\"", KK_ERR_IO,
+         "benchmarks[0].measurement.options.flush_mode"},
         {"benchmarks.0.measurement.samples_kept", "1e300", KK_ERR_IO,
          "benchmarks[0].measurement.samples_kept"},
         {"benchmarks.0.measurement.options.min_samples", "0", KK_ERR_IO,
@@ -379,6 +397,30 @@ static void hostile_documents_are_refused(void **state) {
     };
     char *good = good_text();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) read_mutated(good, &cases[i]);
+    free(good);
+}
+
+/* Files written before "flush_mode" existed read as write-flushed, the only
+ * flush there was. */
+static void files_without_flush_mode_read_as_write(void **state) {
+    (void)state;
+    char *good = good_text();
+    cJSON *root = cJSON_Parse(good), *parent;
+    char key[64];
+    assert_non_null(walk(root, "benchmarks.0.measurement.flush_mode", &parent, key));
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+    assert_non_null(walk(root, "benchmarks.0.measurement.options.flush_mode", &parent, key));
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_null(strstr(text, "\"read\""));
+    kk_bench_results *r = NULL;
+    kk_assert_ok(kk_bench_results_from_json(text, strlen(text), &r));
+    assert_int_equal(r->entries[0].m.cold, 1);
+    assert_int_equal(r->entries[0].m.flush_mode, KK_BENCH_FLUSH_WRITE);
+    assert_int_equal(r->entries[0].m.options.flush_mode, KK_BENCH_FLUSH_WRITE);
+    kk_bench_results_free(r);
+    free(text);
     free(good);
 }
 
@@ -456,6 +498,7 @@ int main(void) {
         cmocka_unit_test(bad_additions),
         cmocka_unit_test(round_trip_is_exact),
         cmocka_unit_test(hostile_documents_are_refused),
+        cmocka_unit_test(files_without_flush_mode_read_as_write),
         cmocka_unit_test(malformed_text_is_refused),
         cmocka_unit_test(file_errors),
     };

@@ -44,6 +44,23 @@ typedef kk_status (*kk_bench_fn)(void *ctx, kk_stream stream);
 #define KK_BENCH_MAX_BATCH 10000          /* runs per sample at most */
 #define KK_BENCH_MAX_SAMPLES_LIMIT 10000000 /* largest max_samples accepted */
 
+/* How a cold sample empties the caches (docs/harness-results.md, "L2 flush").
+ * WRITE is GPU MODE's rule: write the flush buffer (cudaMemsetAsync; memset on
+ * the CPU). It leaves the cache full of dirty lines, whose write-back then
+ * lands inside the next timed sample. READ sweeps a buffer of 2x the cache
+ * with a read kernel (plain loads on the CPU): the cache ends full of clean
+ * lines, and dirty lines (the previous sample's outputs) are written back
+ * during the flush, outside the timed region. */
+typedef enum kk_bench_flush {
+    KK_BENCH_FLUSH_WRITE = 0, /* "write" (default) */
+    KK_BENCH_FLUSH_READ = 1,  /* "read" */
+    KK_BENCH_FLUSH_COUNT
+} kk_bench_flush;
+
+/* "write", "read" ("?" out of range); parse takes exactly those names. */
+KK_API const char *kk_bench_flush_name(kk_bench_flush mode);
+KK_API kk_status kk_bench_flush_parse(const char *name, kk_bench_flush *out);
+
 typedef struct kk_bench_options {
     double rse_target;    /* stop when the median's bootstrap RSE is under this; 0.005;
                            * 0 = never stop on RSE (budget or max_samples ends it) */
@@ -59,8 +76,11 @@ typedef struct kk_bench_options {
     int cold;             /* flush caches before every sample: -1 = auto (GPU yes unless
                            * batched, CPU no), 0 = no, 1 = yes (then batch must be 0 or 1,
                            * and auto batching is off) */
-    uint64_t flush_bytes; /* bytes written by a flush; 0 = auto (GPU: its L2 size; CPU:
-                           * 2x the last-level cache, 32 MiB if unknown) */
+    uint64_t flush_bytes; /* bytes of the flush buffer; 0 = auto (GPU: its L2 size with
+                           * KK_BENCH_FLUSH_WRITE, 2x its L2 size with KK_BENCH_FLUSH_READ;
+                           * CPU: 2x the last-level cache, 32 MiB if unknown) */
+    int flush_mode;       /* how a cold sample flushes (a kk_bench_flush):
+                           * KK_BENCH_FLUSH_WRITE (0, the default) or KK_BENCH_FLUSH_READ */
     double throttle_fraction; /* GPU: drop samples whose SM clock reads under this
                                * share of its maximum; 0.75; 0 = never drop */
     int pin_cpu;          /* pin the calling thread to this CPU while measuring; -1 = no */
@@ -99,6 +119,8 @@ typedef struct kk_bench_measurement {
     size_t batch;             /* runs per sample (1, or N of a graph/loop batch) */
     int cold;                 /* 1: caches flushed before every sample */
     uint64_t flush_bytes;     /* bytes of the flush buffer (0 when hot) */
+    int flush_mode;           /* kk_bench_flush of the flushes (options.flush_mode);
+                               * it says how the flush was done only when cold */
     int blocking_kernel;      /* GPU: 1 when the stream was held while enqueuing */
     kk_bench_stop stop;
     double final_rse;         /* bootstrap RSE of the median of the kept samples */

@@ -5,7 +5,9 @@
  *
  * Input: {"benchmarks": [{"name": "...", "op": "attention",
  *          "params": "B=8 Hq=16 ... dtype=bf16", "implementation": "torch_sdpa_flash",
- *          "samples": [seconds, ...], "cold": true}]}
+ *          "samples": [seconds, ...], "cold": true, "flush": "read"}]}
+ * "flush" ("write" or "read", default "write": files from before the field)
+ * is how the script flushed the L2 before a cold sample (bench/anchor_timing.py).
  * "params" is parsed by the op's registry row (so an anchor's parameters, FLOPs
  * and bytes are exactly those of the KernelKit entry it is compared with), and
  * the entry gets the string parameter "implementation". */
@@ -48,6 +50,8 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
     const cJSON *impl = cJSON_GetObjectItemCaseSensitive(it, "implementation");
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(it, "samples");
     const cJSON *cold = cJSON_GetObjectItemCaseSensitive(it, "cold");
+    const cJSON *flush = cJSON_GetObjectItemCaseSensitive(it, "flush");
+    kk_bench_flush flush_mode = KK_BENCH_FLUSH_WRITE;
     const kk_op *op = NULL;
 #define FIELD(f) (snprintf(field, sizeof field, "benchmarks[%d].%s", i, f), field)
     if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) > 255)
@@ -69,6 +73,9 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
     if (!cJSON_IsArray(samples) || n < 1)
         return import_error(path, FIELD("samples"), "expected an array of at least one number");
     if (cold && !cJSON_IsBool(cold)) return import_error(path, FIELD("cold"), "expected a boolean");
+    if (flush && (!cJSON_IsString(flush) ||
+                  kk_bench_flush_parse(flush->valuestring, &flush_mode) != KK_OK))
+        return import_error(path, FIELD("flush"), "expected \"write\" or \"read\"");
     kk_bench_measurement m;
     memset(&m, 0, sizeof m);
     m.samples = malloc((size_t)n * sizeof *m.samples);
@@ -95,7 +102,9 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
     m.pinned_cpu = -1;
     snprintf(m.throttle_note, sizeof m.throttle_note,
              "imported: timed by the %s script, no throttle detection", impl->valuestring);
+    m.flush_mode = (int)flush_mode;
     kk_bench_options_default(&m.options);
+    m.options.flush_mode = (int)flush_mode;
     m.options.max_samples = (size_t)n;
     if (m.options.min_samples > m.options.max_samples) m.options.min_samples = m.options.max_samples;
     kk_bench_param bp[KK_BENCH_MAX_PARAMS];

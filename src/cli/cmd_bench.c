@@ -36,6 +36,11 @@ static void bench_help(FILE *out) {
             "  --time-budget S    wall seconds per benchmark (default 15; --quick 1)\n"
             "  --cold             every sample is one run after an L2 flush (GPU MODE's\n"
             "                     rule); default: runs under 20 us are batched, hot\n"
+            "  --flush MODE       how a cold sample flushes the L2: write (default, GPU\n"
+            "                     MODE's rule: memset an L2-sized buffer, which leaves\n"
+            "                     dirty lines whose write-back is timed) or read (a read\n"
+            "                     kernel over 2x the L2: clean lines, nothing to write\n"
+            "                     back); on the CPU the same with 2x the last-level cache\n"
             "  --host-overhead    time kk_op_run's host cost per call instead (checks,\n"
             "                     lookup, device switch; on a GPU also the launch), for\n"
             "                     every op with a kernel on DEVICE or the one --op; goal\n"
@@ -43,7 +48,8 @@ static void bench_help(FILE *out) {
             "  --import FILE      make a results file (-o) from samples another program\n"
             "                     timed on DEVICE (the PyTorch anchors of bench/*.py):\n"
             "                     {\"benchmarks\": [{\"name\", \"op\", \"params\",\n"
-            "                     \"implementation\", \"samples\": [seconds], \"cold\"}]}\n"
+            "                     \"implementation\", \"samples\": [seconds], \"cold\",\n"
+            "                     \"flush\": \"write\"|\"read\" (default write)}]}\n"
             "  -h, --help         show this help\n"
             "\n"
             "Cases of ops with no kernel on DEVICE, and cases whose tensors do not fit\n"
@@ -57,6 +63,7 @@ typedef struct opts {
     const char *device, *suite, *op, *params, *filter, *output;
     const char *import;
     int quick, host_overhead, cold;
+    int flush_mode, flush_given; /* kk_bench_flush of --flush */
     double time_budget; /* 0: default */
 } opts;
 
@@ -79,6 +86,7 @@ static int parse_options(opts *o, int argc, char **argv) {
         {"host-overhead", no_argument, NULL, 'H'},
         {"import", required_argument, NULL, 'I'},
         {"cold", no_argument, NULL, 'C'},
+        {"flush", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     *o = (opts){0};
@@ -97,6 +105,14 @@ static int parse_options(opts *o, int argc, char **argv) {
         case 'H': o->host_overhead = 1; break;
         case 'I': o->import = optarg; break;
         case 'C': o->cold = 1; break;
+        case 'F': {
+            kk_bench_flush mode;
+            if (kk_bench_flush_parse(optarg, &mode) != KK_OK)
+                return cli_usage_error(CMD, "bad --flush: '%s' (expected write or read)", optarg);
+            o->flush_mode = (int)mode;
+            o->flush_given = 1;
+            break;
+        }
         case 't':
             o->time_budget = strtod(optarg, &end);
             if (end == optarg || *end || !(o->time_budget > 0) || o->time_budget > 1e6)
@@ -110,6 +126,9 @@ static int parse_options(opts *o, int argc, char **argv) {
     if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (o->import && (o->suite || o->op || o->host_overhead))
         return cli_usage_error(CMD, "--import takes no --suite, --op or --host-overhead");
+    if (o->import && o->flush_given)
+        return cli_usage_error(CMD, "--import takes no --flush (each imported benchmark says "
+                                    "its own \"flush\")");
     if (o->import) return CLI_OK;
     if (o->host_overhead && o->suite)
         return cli_usage_error(CMD, "--host-overhead takes --op or no case at all, not --suite");
@@ -369,6 +388,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         bo.cold = 1;
         bo.batch = 1;
     }
+    bo.flush_mode = o->flush_mode; /* write unless --flush read */
     if (o->time_budget > 0) {
         bo.time_budget_s = o->time_budget;
         if (bo.min_time_s > o->time_budget / 2) bo.min_time_s = o->time_budget / 2;

@@ -1,12 +1,17 @@
 /* The GPU timer of the benchmark sampler (see src/harness/measure.c).
  *
  * One sample, in stream order:
- *   [blocking kernel] [L2 flush memset, when cold] event start | work | event stop
+ *   [blocking kernel] [L2 flush, when cold] event start | work | event stop
  * and only then does the host release the blocking kernel. The events bracket
  * the work alone: the flush runs before the start event, and since the stream
  * was held while the work was enqueued, no host launch latency falls between
  * the events either. A batch replaces "work" with one launch of a CUDA graph
  * holding N runs captured back to back; its time is divided by N in measure.c.
+ *
+ * The flush (options.flush_mode) is a cudaMemsetAsync of an L2-sized buffer
+ * (write, GPU MODE's rule), or a read kernel over 2x the L2 (read): the L2 is
+ * then left holding clean lines, so the dirty lines a write flush leaves are
+ * not written back inside the timed work.
  *
  * Current device: the sampler runs on the caller's thread, and the callback
  * must enqueue with device N current, so this timer sets device N current and
@@ -32,6 +37,8 @@ cudaError_t kk__bench_block_launch(const volatile int *release, volatile int *ti
 cudaError_t kk__bench_spin_launch(unsigned long long ns, cudaStream_t stream);
 cudaError_t kk__bench_tiny_launch(unsigned *counter, cudaStream_t stream);
 cudaError_t kk__bench_bad_launch(cudaStream_t stream);
+cudaError_t kk__bench_read_flush_launch(const void *buf, size_t bytes, int sms,
+                                        cudaStream_t stream);
 
 typedef struct cuda_timer {
     int device, prev_device;
@@ -40,9 +47,11 @@ typedef struct cuda_timer {
     cudaStream_t stream;
     int own_stream;
     cudaEvent_t start, stop;
-    void *flush; /* L2-sized device buffer, allocated at the first cold sample */
+    void *flush; /* the flush buffer, allocated at the first cold sample */
     size_t flush_bytes;
     unsigned flushes;
+    int read_flush; /* KK_BENCH_FLUSH_READ: sweep flush with the read kernel */
+    int sms;        /* grid of the read kernel */
     volatile int *flag; /* mapped host memory: [0] release, [1] timed out; NULL = no blocking */
     int *flag_dev;
     cudaGraphExec_t exec; /* the batch, when batch > 1 */
@@ -54,15 +63,36 @@ static kk_status fail(kk_status st, cudaError_t e, const char *what) {
     return kk__cuda_error(st, FUNC, cudaGetErrorName(e), cudaGetErrorString(e), "%s", what);
 }
 
+/* The read kernel reads 16-byte words: its buffer is rounded up to 16 bytes. */
+static size_t alloc_bytes(const cuda_timer *c) {
+    return c->read_flush ? (c->flush_bytes + 15) / 16 * 16 : c->flush_bytes;
+}
+
 static kk_status ensure_flush(cuda_timer *c) {
     if (c->flush) return KK_OK;
-    cudaError_t e = cudaMalloc(&c->flush, c->flush_bytes);
+    cudaError_t e = cudaMalloc(&c->flush, alloc_bytes(c));
     if (e != cudaSuccess) {
         c->flush = NULL;
         return fail(e == cudaErrorMemoryAllocation ? KK_ERR_OUT_OF_MEMORY : KK_ERR_DEVICE_FAILURE,
                     e, "cannot allocate the L2 flush buffer");
     }
+    if (!c->read_flush) return KK_OK;
+    /* Zeros, which the read kernel's sum must not equal its `never` value for;
+     * then one sweep and a wait, so the dirty lines of this memset are mostly
+     * written back before the first sample (the median would not notice the
+     * rest: one sample at most). */
+    if ((e = cudaMemsetAsync(c->flush, 0, alloc_bytes(c), c->stream)) ||
+        (e = kk__bench_read_flush_launch(c->flush, alloc_bytes(c), c->sms, c->stream)) ||
+        (e = cudaStreamSynchronize(c->stream)))
+        return fail(KK_ERR_DEVICE_FAILURE, e, "cannot initialize the L2 read-flush buffer");
     return KK_OK;
+}
+
+static cudaError_t flush_l2(cuda_timer *c) {
+    if (c->read_flush)
+        return kk__bench_read_flush_launch(c->flush, alloc_bytes(c), c->sms, c->stream);
+    /* a different byte each time, so no layer can skip the writes as redundant */
+    return cudaMemsetAsync(c->flush, (int)(++c->flushes & 0xff), c->flush_bytes, c->stream);
 }
 
 /* Everything up to the stop event; the caller releases the stream after. */
@@ -76,10 +106,10 @@ static kk_status enqueue(cuda_timer *c, int cold) {
                                    (unsigned long long)(KK__BENCH_BLOCK_TIMEOUT_S * 1e9), c->stream);
         if (e) return fail(KK_ERR_KERNEL_LAUNCH, e, "the blocking kernel failed to launch");
     }
-    /* a different byte each time, so no layer can skip the writes as redundant */
-    if (cold && (e = cudaMemsetAsync(c->flush, (int)(++c->flushes & 0xff), c->flush_bytes,
-                                     c->stream)))
-        return fail(KK_ERR_DEVICE_FAILURE, e, "the L2 flush (cudaMemsetAsync) failed");
+    if (cold && (e = flush_l2(c)))
+        return fail(c->read_flush ? KK_ERR_KERNEL_LAUNCH : KK_ERR_DEVICE_FAILURE, e,
+                    c->read_flush ? "the L2 flush (read kernel) failed to launch"
+                                  : "the L2 flush (cudaMemsetAsync) failed");
     if ((e = cudaEventRecord(c->start, c->stream)))
         return fail(KK_ERR_DEVICE_FAILURE, e, "cudaEventRecord (start) failed");
     if (c->exec) {
@@ -227,7 +257,14 @@ static kk_status setup(cuda_timer *c, const kk_bench_options *o) {
         return fail(KK_ERR_DEVICE_FAILURE, e, "cudaEventCreate failed");
     int l2 = 0;
     if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c->device) != cudaSuccess) l2 = 0;
-    c->flush_bytes = o->flush_bytes ? (size_t)o->flush_bytes : l2 > 0 ? (size_t)l2 : L2_FALLBACK;
+    c->read_flush = o->flush_mode == KK_BENCH_FLUSH_READ;
+    if (cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, c->device) != cudaSuccess)
+        c->sms = 0;
+    (void)cudaGetLastError();
+    /* write: one L2 of dirty lines replaces the work's; read: 2x the L2, so
+     * the sweep misses everywhere even with the L2's replacement policy */
+    c->flush_bytes = o->flush_bytes ? (size_t)o->flush_bytes
+                                    : (l2 > 0 ? (size_t)l2 : L2_FALLBACK) * (c->read_flush ? 2 : 1);
     if (o->blocking_kernel) setup_blocking(c);
     return c->flag ? prime(c) : KK_OK;
 }
@@ -297,4 +334,29 @@ kk_status kk__bench_test_tiny(kk_stream stream) {
 kk_status kk__bench_test_bad_launch(kk_stream stream) {
     (void)kk__bench_bad_launch((cudaStream_t)stream);
     return KK_OK;
+}
+
+kk_status kk__bench_test_alloc(size_t bytes, void **out) {
+    *out = NULL;
+    cudaError_t e = cudaMalloc(out, bytes);
+    if (!e) e = cudaMemset(*out, 0, bytes);
+    if (e) {
+        if (*out) cudaFree(*out);
+        *out = NULL;
+        return fail(KK_ERR_OUT_OF_MEMORY, e, "test buffer allocation failed");
+    }
+    return KK_OK;
+}
+
+void kk__bench_test_free(void *buf) {
+    if (buf) (void)cudaFree(buf);
+}
+
+kk_status kk__bench_test_read(kk_stream stream, const void *buf, size_t bytes) {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+        sms = 0;
+    cudaError_t e = kk__bench_read_flush_launch(buf, bytes, sms, (cudaStream_t)stream);
+    return e ? fail(KK_ERR_KERNEL_LAUNCH, e, "read kernel launch failed") : KK_OK;
 }

@@ -39,6 +39,21 @@ kk_status kk__bench_test_bad_launch(kk_stream stream) {
     return UNAVAILABLE(__func__);
 }
 
+kk_status kk__bench_test_alloc(size_t bytes, void **out) {
+    (void)bytes;
+    *out = NULL;
+    return UNAVAILABLE(__func__);
+}
+
+void kk__bench_test_free(void *buf) { (void)buf; }
+
+kk_status kk__bench_test_read(kk_stream stream, const void *buf, size_t bytes) {
+    (void)stream;
+    (void)buf;
+    (void)bytes;
+    return UNAVAILABLE(__func__);
+}
+
 kk_status kk__bench_stream_create(int device, int *prev, kk_stream *out) {
     (void)device;
     *prev = 0;

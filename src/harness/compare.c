@@ -97,6 +97,9 @@ static void row_note(kk_bench_compare_row *row, const kk_bench_entry *b,
     else if (b->m.cold != n->m.cold)
         snprintf(p, room, "%s vs %s samples", b->m.cold ? "cold" : "hot",
                  n->m.cold ? "cold" : "hot");
+    else if (kk__flush_differs(b, n))
+        snprintf(p, room, "L2 flush %s vs %s", kk_bench_flush_name((kk_bench_flush)b->m.flush_mode),
+                 kk_bench_flush_name((kk_bench_flush)n->m.flush_mode));
     else if (strcmp(b->device, n->device) != 0)
         snprintf(p, room, "device %.31s vs %.31s", b->device, n->device);
 }
@@ -192,6 +195,8 @@ kk_status kk_bench_compare(const kk_bench_results *base, const kk_bench_results 
     about(c->base_about, sizeof c->base_about, &base->env);
     about(c->new_about, sizeof c->new_about, &cand->env);
     environment_warnings(c, &base->env, &cand->env);
+    size_t flush_mismatch = 0;
+    const kk_bench_entry *first_mismatch = NULL;
     for (size_t i = 0; i < base->count; i++) {
         const kk_bench_entry *b = &base->entries[i];
         const kk_bench_entry *n = kk_bench_results_find(cand, b->name);
@@ -199,12 +204,22 @@ kk_status kk_bench_compare(const kk_bench_results *base, const kk_bench_results 
             snprintf(c->only_base[c->n_only_base++], sizeof c->only_base[0], "%s", b->name);
             continue;
         }
+        if (kk__flush_differs(b, n) && !flush_mismatch++) first_mismatch = b;
         kk_bench_compare_row *row = &c->rows[c->nrows++];
         if ((st = compare_pair(&o, b, n, row))) {
             kk_bench_comparison_free(c);
             return st;
         }
         c->count[row->r.verdict & 3]++;
+    }
+    if (flush_mismatch) {
+        const kk_bench_entry *n = kk_bench_results_find(cand, first_mismatch->name);
+        warn(c, "L2 flush modes differ for %zu cold benchmark%s (e.g. %.60s: base %s, new %s): "
+                "a write flush leaves dirty lines whose write-back is timed, a read flush does "
+                "not",
+             flush_mismatch, flush_mismatch == 1 ? "" : "s", first_mismatch->name,
+             kk_bench_flush_name((kk_bench_flush)first_mismatch->m.flush_mode),
+             kk_bench_flush_name((kk_bench_flush)n->m.flush_mode));
     }
     for (size_t i = 0; i < cand->count; i++)
         if (!kk_bench_results_find(base, cand->entries[i].name))

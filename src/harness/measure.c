@@ -8,7 +8,9 @@
  *      (a CUDA graph on the GPU) so a sample lasts batch_target_s; batched
  *      samples are hot, since the runs follow each other with nothing between;
  *   3. samples: cold ones (GPU default) flush the caches first, outside the
- *      timed region; on a GPU the SM clock is read after a sample (at most
+ *      timed region (options.flush_mode: write the flush buffer, GPU MODE's
+ *      rule, or sweep 2x the cache with reads so no dirty line is left for
+ *      the sample to write back); on a GPU the SM clock is read after a sample (at most
  *      every 10x the cost of a read, see measure_internal.h) and the samples
  *      since the last reading are dropped and counted when it reads under
  *      throttle_fraction of the maximum;
@@ -234,6 +236,7 @@ static kk_status measure(run *r, kk_bench_fn fn, void *ctx) {
     if (!st) st = sample_loop(r);
     m->cold = r->cold;
     m->flush_bytes = r->cold ? r->t.flush_bytes : 0;
+    m->flush_mode = r->o.flush_mode;
     m->blocking_kernel = r->t.blocking_kernel;
     r->t.destroy(r->t.impl);
     if (!st) kk__bench_telemetry(r->gpu, r->index, &m->telemetry_end); /* else keep the error */
@@ -283,6 +286,7 @@ kk_status kk_bench_measure(const char *device, kk_bench_fn fn, void *ctx,
     KK_LOG(KK_LOG_DEBUG, LOGGER, "measured", KK_F_STR("device", out->device),
            KK_F_UINT("samples", out->n), KK_F_UINT("dropped", out->dropped_throttle),
            KK_F_UINT("batch", out->batch), KK_F_BOOL("cold", out->cold),
+           KK_F_STR("flush", kk_bench_flush_name((kk_bench_flush)out->flush_mode)),
            KK_F_STR("stop", kk_bench_stop_name(out->stop)), KK_F_DBL("rse", out->final_rse),
            KK_F_DBL("wall_s", out->wall_time_s));
     return KK_OK;

@@ -87,17 +87,47 @@ typedef struct cpu_timer {
     unsigned char *flush; /* allocated at the first cold sample */
     size_t flush_bytes;
     unsigned flushes;
+    int read;             /* KK_BENCH_FLUSH_READ: sweep the buffer with loads */
 } cpu_timer;
 
-/* Write every byte of a buffer larger than the last-level cache, so the
- * work's data is no longer cached. The empty asm tells the compiler the
- * buffer is used, so the writes cannot be dropped as dead. */
+/* Read every 64-bit word of the buffer (it was written once, at allocation,
+ * so its pages are real and not the shared zero page). The sum goes through
+ * an empty asm, so the loads cannot be dropped as dead. */
+static void read_sweep(const cpu_timer *c) {
+    const uint64_t *p = (const uint64_t *)(const void *)c->flush;
+    size_t n = c->flush_bytes / sizeof *p;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        a0 += p[i];
+        a1 += p[i + 1];
+        a2 += p[i + 2];
+        a3 += p[i + 3];
+    }
+    for (; i < n; i++) a0 += p[i];
+    uint64_t sum = a0 + a1 + a2 + a3;
+    __asm__ __volatile__("" : : "r"(sum) : "memory");
+}
+
+/* Empty the caches of the work's data with a buffer larger than the
+ * last-level cache: write mode writes every byte (the empty asm tells the
+ * compiler the buffer is used, so the writes cannot be dropped as dead);
+ * read mode reads it, so the cache is left holding clean lines and the
+ * write-back of the work's dirty lines happens here, not in the sample. */
 static kk_status flush(cpu_timer *c) {
     if (!c->flush) {
         c->flush = malloc(c->flush_bytes);
         if (!c->flush)
             return kk__error(KK_ERR_OUT_OF_MEMORY, KK__BENCH_FUNC,
                              "cannot allocate the %zu-byte cache flush buffer", c->flush_bytes);
+        if (c->read) {
+            memset(c->flush, 0x5a, c->flush_bytes);
+            __asm__ __volatile__("" : : "r"(c->flush) : "memory");
+        }
+    }
+    if (c->read) {
+        read_sweep(c);
+        return KK_OK;
     }
     memset(c->flush, (int)(++c->flushes & 0xff), c->flush_bytes);
     __asm__ __volatile__("" : : "r"(c->flush) : "memory");
@@ -137,6 +167,7 @@ kk_status kk__bench_cpu_timer(kk_bench_fn fn, void *ctx, const kk_bench_options 
     uint64_t bytes = o->flush_bytes ? o->flush_bytes : kk__bench_cpu_flush_default();
     if (bytes > SIZE_MAX) bytes = SIZE_MAX;
     c->flush_bytes = (size_t)bytes;
+    c->read = o->flush_mode == KK_BENCH_FLUSH_READ;
     memset(t, 0, sizeof *t);
     t->impl = c;
     t->sample = cpu_sample;

@@ -65,7 +65,8 @@ int kk__bench_clock_due(const kk__bench_clock *c, double now);
  * 0 otherwise (a failed read counts as not throttled). */
 int kk__bench_clock_throttled(kk__bench_clock *c);
 
-/* Timers. `o` is validated; flush_bytes 0 means the device's default. */
+/* Timers. `o` is validated; flush_bytes 0 means the device's default (for
+ * the GPU: the L2 size, or 2x it with KK_BENCH_FLUSH_READ). */
 kk_status kk__bench_cpu_timer(kk_bench_fn fn, void *ctx, const kk_bench_options *o,
                               kk__bench_timer *t);
 kk_status kk__bench_cuda_timer(int device, kk_bench_fn fn, void *ctx,
@@ -105,5 +106,11 @@ kk_status kk__bench_test_spin(kk_stream stream, double seconds);
 kk_status kk__bench_test_tiny(kk_stream stream);
 /* Enqueue a launch that fails, leave its error pending and return KK_OK. */
 kk_status kk__bench_test_bad_launch(kk_stream stream);
+/* A device buffer of `bytes` (zeroed) on the current device, and its release. */
+kk_status kk__bench_test_alloc(size_t bytes, void **out);
+void kk__bench_test_free(void *buf);
+/* Enqueue the read-flush kernel over `buf` (bytes a multiple of 16) as work:
+ * a memory-bound kernel that reads every byte once. */
+kk_status kk__bench_test_read(kk_stream stream, const void *buf, size_t bytes);
 
 #endif

@@ -24,6 +24,7 @@ void kk_bench_options_default(kk_bench_options *o) {
     o->batch_target_s = 200e-6;
     o->cold = -1;
     o->flush_bytes = 0;
+    o->flush_mode = KK_BENCH_FLUSH_WRITE; /* GPU MODE's rule */
     o->throttle_fraction = 0.75;
     o->pin_cpu = -1;
     o->check_every = 10;
@@ -56,6 +57,29 @@ kk_status kk_bench_stop_parse(const char *name, kk_bench_stop *out) {
         }
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "name",
                          "one of none, rse, time_budget, max_samples", "\"%.100s\"", name);
+}
+
+static const char *const k_flush_names[KK_BENCH_FLUSH_COUNT] = {
+    [KK_BENCH_FLUSH_WRITE] = "write",
+    [KK_BENCH_FLUSH_READ] = "read",
+};
+
+const char *kk_bench_flush_name(kk_bench_flush mode) {
+    if ((int)mode < 0 || mode >= KK_BENCH_FLUSH_COUNT) return "?";
+    return k_flush_names[mode];
+}
+
+kk_status kk_bench_flush_parse(const char *name, kk_bench_flush *out) {
+    kk_status st = KK__CHECK_NOT_NULL(name);
+    if (!st) st = KK__CHECK_NOT_NULL(out);
+    if (st) return st;
+    for (int i = 0; i < KK_BENCH_FLUSH_COUNT; i++)
+        if (strcmp(name, k_flush_names[i]) == 0) {
+            *out = (kk_bench_flush)i;
+            return KK_OK;
+        }
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "name", "write or read",
+                         "\"%.100s\"", name);
 }
 
 /* A double option in [lo, hi] (finite); `open_lo` excludes lo itself. */
@@ -127,6 +151,9 @@ kk_status kk_bench_options_validate(const kk_bench_options *o) {
     if (!st) st = check_counts(o);
     if (!st) st = check_times(o);
     if (!st) st = check_int("options.cold", o->cold, -1, 1, "-1 (auto), 0 or 1");
+    if (!st)
+        st = check_int("options.flush_mode", o->flush_mode, 0, KK_BENCH_FLUSH_COUNT - 1,
+                       "KK_BENCH_FLUSH_WRITE (0) or KK_BENCH_FLUSH_READ (1)");
     if (!st) st = check_int("options.pin_cpu", o->pin_cpu, -1, 1 << 20, "-1 (no) or a CPU number");
     if (!st)
         st = check_int("options.blocking_kernel", o->blocking_kernel, 0, 1, "0 or 1");

@@ -132,6 +132,8 @@ static void environment(kk__buf *b, const kk_bench_results *r) {
     env_item(b, "run", v[3]);
     ceilings_text(r, v[0], 600);
     env_item(b, "ceilings", v[0]);
+    kk__report_flush_text(r, v[1], 600);
+    env_item(b, "samples", v[1]);
     kk__buf_puts(b, "</ul>\n");
 }
 
@@ -170,6 +172,9 @@ static void anchors_cell(kk__buf *b, const kk_bench_results *const *docs, size_t
                        kk__fmt_num(m[i].speedup, v, 32));
         text(b, m[i].impl);
         kk__buf_puts(b, "</code>");
+        if (kk__flush_differs(e, m[i].anchor))
+            kk__buf_printf(b, " (L2 flush %s vs %s)", kk_bench_flush_name(e->m.flush_mode),
+                           kk_bench_flush_name(m[i].anchor->m.flush_mode));
     }
     kk__buf_puts(b, n ? "</td>" : "-</td>");
 }

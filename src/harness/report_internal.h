@@ -53,6 +53,14 @@ void kk__fmt_params(const kk_bench_entry *e, char *buf, size_t size);
 
 /* ---- the report's model (report_model.c) ---- */
 
+/* 1 when both entries are cold and their L2 flush modes differ: a write
+ * flush leaves the cache full of dirty lines whose write-back the sample
+ * pays, a read flush does not, so their times are not like for like. */
+int kk__flush_differs(const kk_bench_entry *a, const kk_bench_entry *b);
+/* How a document's samples were taken: "8 cold (L2 flush: 6 write, 2 read),
+ * 3 hot"; "no benchmarks" when empty. */
+void kk__report_flush_text(const kk_bench_results *r, char *buf, size_t size);
+
 /* A KernelKit entry and the anchor entries that measure the same thing. */
 #define KK__REPORT_MAX_MATCHES 4
 typedef struct kk__anchor_match {
@@ -63,7 +71,9 @@ typedef struct kk__anchor_match {
 
 /* Anchors for KernelKit entry `e` of document `d`: at most one per
  * implementation, from `d` itself first, then from the other documents
- * measured on a device of the same name; returns how many (at most `cap`). */
+ * measured on a device of the same name; returns how many (at most `cap`).
+ * An anchor flushed like `e` (kk__flush_differs) is preferred; one flushed
+ * otherwise is still matched, and the formats say so next to it. */
 int kk__report_anchors(const kk_bench_results *const *docs, size_t ndocs, size_t d,
                        const kk_bench_entry *e, kk__anchor_match *out, int cap);
 

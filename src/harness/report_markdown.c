@@ -114,6 +114,9 @@ static void environment(kk__buf *b, const kk_bench_results *r) {
     ceilings_text(r, ceil, sizeof ceil);
     kk__buf_puts(b, "\n- ceilings: ");
     kk__buf_md_text(b, ceil);
+    kk__report_flush_text(r, ceil, sizeof ceil);
+    kk__buf_puts(b, "\n- samples: ");
+    kk__buf_md_text(b, ceil);
     kk__buf_puts(b, "\n\n");
 }
 
@@ -150,6 +153,9 @@ static void anchors_cell(kk__buf *b, const kk_bench_results *const *docs, size_t
     for (int i = 0; i < n; i++) {
         kk__buf_printf(b, "%s%s\xc3\x97 vs ", i ? ", " : "", kk__fmt_num(m[i].speedup, v, 32));
         kk__buf_md_code(b, m[i].impl);
+        if (kk__flush_differs(e, m[i].anchor))
+            kk__buf_printf(b, " (L2 flush %s vs %s)", kk_bench_flush_name(e->m.flush_mode),
+                           kk_bench_flush_name(m[i].anchor->m.flush_mode));
     }
     if (!n) kk__buf_puts(b, "-");
 }

@@ -66,20 +66,41 @@ static int same_work(const kk_bench_entry *a, const kk_bench_entry *b) {
            params_cover(a, b) && params_cover(b, a);
 }
 
+int kk__flush_differs(const kk_bench_entry *a, const kk_bench_entry *b) {
+    return a->m.cold && b->m.cold && a->m.flush_mode != b->m.flush_mode;
+}
+
+void kk__report_flush_text(const kk_bench_results *r, char *buf, size_t size) {
+    size_t hot = 0, mode[KK_BENCH_FLUSH_COUNT] = {0};
+    for (size_t i = 0; i < r->count; i++) {
+        const kk_bench_measurement *m = &r->entries[i].m;
+        if (!m->cold) hot++;
+        else if (m->flush_mode >= 0 && m->flush_mode < KK_BENCH_FLUSH_COUNT) mode[m->flush_mode]++;
+    }
+    size_t cold = mode[KK_BENCH_FLUSH_WRITE] + mode[KK_BENCH_FLUSH_READ];
+    if (!r->count) snprintf(buf, size, "no benchmarks");
+    else if (!cold) snprintf(buf, size, "%zu hot", hot);
+    else
+        snprintf(buf, size, "%zu cold (L2 flush: %zu write, %zu read), %zu hot", cold,
+                 mode[KK_BENCH_FLUSH_WRITE], mode[KK_BENCH_FLUSH_READ], hot);
+}
+
 static int has_impl(const kk__anchor_match *m, int n, const char *impl) {
     for (int i = 0; i < n; i++)
         if (strcmp(m[i].impl, impl) == 0) return 1;
     return 0;
 }
 
-/* Anchors of document j for e, one per implementation not yet in out. */
+/* Anchors of document j for e, one per implementation not yet in out;
+ * `same_flush`: only those flushed like e. */
 static int anchors_in(const kk_bench_results *r, const kk_bench_entry *e, kk__anchor_match *out,
-                      int n, int cap) {
+                      int n, int cap, int same_flush) {
     for (size_t i = 0; i < r->count && n < cap; i++) {
         const kk_bench_entry *a = &r->entries[i];
         kk__anchor_match *m = &out[n];
         if (!kk_bench_entry_anchor(a, m->impl, sizeof m->impl) || !same_work(e, a) ||
-            !(a->summary.median > 0) || has_impl(out, n, m->impl))
+            !(a->summary.median > 0) || has_impl(out, n, m->impl) ||
+            (same_flush && kk__flush_differs(e, a)))
             continue;
         m->anchor = a;
         m->speedup = a->summary.median / e->summary.median;
@@ -94,10 +115,13 @@ int kk__report_anchors(const kk_bench_results *const *docs, size_t ndocs, size_t
     /* the entry's own document first: an anchor measured in the same run is
      * the fairest comparison; other documents only for implementations it lacks,
      * and only from a device of the same name */
-    int n = anchors_in(docs[d], e, out, 0, cap);
-    for (size_t j = 0; j < ndocs && n < cap; j++)
-        if (j != d && strcmp(docs[j]->env.device_name, docs[d]->env.device_name) == 0)
-            n = anchors_in(docs[j], e, out, n, cap);
+    int n = 0;
+    for (int same_flush = 1; same_flush >= 0; same_flush--) {
+        n = anchors_in(docs[d], e, out, n, cap, same_flush);
+        for (size_t j = 0; j < ndocs && n < cap; j++)
+            if (j != d && strcmp(docs[j]->env.device_name, docs[d]->env.device_name) == 0)
+                n = anchors_in(docs[j], e, out, n, cap, same_flush);
+    }
     return n;
 }
 

@@ -125,6 +125,7 @@ static int read_measurement(kk__rd *c, const cJSON *o, const char *path, kk_benc
              kk__rd_size(c, x, p, "batch", KK_BENCH_MAX_BATCH, &m->batch) &&
              kk__rd_bool(c, x, p, "cold", &m->cold) &&
              kk__rd_u64(c, x, p, "flush_bytes", &m->flush_bytes) &&
+             kk__rd_flush_mode(c, x, p, &m->flush_mode) &&
              kk__rd_bool(c, x, p, "blocking_kernel", &m->blocking_kernel) &&
              read_stop(c, x, p, &m->stop) &&
              kk__rd_double(c, x, p, "final_rse", 0, BIG, &m->final_rse) &&

@@ -256,6 +256,18 @@ int kk__rd_telemetry(kk__rd *c, const cJSON *obj, const char *parent, const char
     return 1;
 }
 
+int kk__rd_flush_mode(kk__rd *c, const cJSON *obj, const char *path, int *out) {
+    *out = KK_BENCH_FLUSH_WRITE;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, "flush_mode");
+    if (!x) return 1;
+    for (int i = 0; cJSON_IsString(x) && i < KK_BENCH_FLUSH_COUNT; i++)
+        if (strcmp(x->valuestring, kk_bench_flush_name((kk_bench_flush)i)) == 0) {
+            *out = i;
+            return 1;
+        }
+    return bad(c, path, "flush_mode", x, "\"write\" or \"read\"");
+}
+
 int kk__rd_options(kk__rd *c, const cJSON *obj, const char *path, kk_bench_options *o) {
     char p[160];
     snprintf(p, sizeof p, "%s.options", path);
@@ -273,6 +285,7 @@ int kk__rd_options(kk__rd *c, const cJSON *obj, const char *path, kk_bench_optio
              kk__rd_double(c, x, p, "batch_target_s", 0, 10, &o->batch_target_s) &&
              kk__rd_int(c, x, p, "cold", -1, 1, &v[0]) &&
              kk__rd_u64(c, x, p, "flush_bytes", &o->flush_bytes) &&
+             kk__rd_flush_mode(c, x, p, &o->flush_mode) &&
              kk__rd_double(c, x, p, "throttle_fraction", 0, 1, &o->throttle_fraction) &&
              kk__rd_int(c, x, p, "pin_cpu", -1, 1 << 20, &v[1]) &&
              kk__rd_size(c, x, p, "check_every", 1e6, &o->check_every) &&

@@ -132,6 +132,7 @@ static void options(w *c, cJSON *parent, const kk_bench_options *p) {
     num(c, o, "batch_target_s", p->batch_target_s);
     integer(c, o, "cold", p->cold);
     unsig(c, o, "flush_bytes", p->flush_bytes);
+    str(c, o, "flush_mode", kk_bench_flush_name((kk_bench_flush)p->flush_mode));
     num(c, o, "throttle_fraction", p->throttle_fraction);
     integer(c, o, "pin_cpu", p->pin_cpu);
     unsig(c, o, "check_every", p->check_every);
@@ -148,6 +149,7 @@ static void measurement(w *c, cJSON *parent, const kk_bench_measurement *m) {
     unsig(c, o, "batch", m->batch);
     boolean(c, o, "cold", m->cold);
     unsig(c, o, "flush_bytes", m->flush_bytes);
+    str(c, o, "flush_mode", kk_bench_flush_name((kk_bench_flush)m->flush_mode));
     boolean(c, o, "blocking_kernel", m->blocking_kernel);
     str(c, o, "stop_reason", kk_bench_stop_name(m->stop));
     num(c, o, "final_rse", m->final_rse);
