@@ -24,9 +24,11 @@
 //   variant 2 "int":  no f16 at all: prmt looks a's nibbles up as int8 (2x the
 //     value), dp4a multiplies them by int8 b, decoded once per CTA into
 //     shared memory; a block's dot is an exact integer (lane_sums2).
-//   variant 3: variant 2 with the next step's loads issued before this step's
-//     arithmetic (two register buffers).
-// KK_NVFP4_GEMV_VARIANT=0..3 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the eight
+//   variant 4: variant 2 with persistent CTAs (resident CTAs x SMs, each
+//     looping over variant 2's CTAs' work; b re-decoded only when the batch
+//     changes). (Variant 3, 2 with two register buffers, spilled and was
+//     removed: 3 now means 2.)
+// KK_NVFP4_GEMV_VARIANT=0|1|2|4 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the six
 // instantiations at launch (default 2 and 8), KK_NVFP4_GEMV_SPLIT=1|2|4|8
 // forces the split of K; for tuning on the GPU. All give the same bits for
 // the same split.
@@ -38,6 +40,8 @@
 
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+
+#include <atomic>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -257,15 +261,19 @@ template <int R> struct unit_rows {
     bool valid[R];
 };
 
-template <int R> HD unit_rows<R> locate(const gemv_args &g, int64_t unit) {
+// Unit uu of batch l.
+template <int R> HD unit_rows<R> unit_at(const gemv_args &g, int64_t l, int64_t uu) {
     constexpr int64_t per_group = kGroupRows / R;
-    const int64_t units_per_batch = (g.M + kGroupRows - 1) / kGroupRows * per_group;
     unit_rows<R> q;
-    q.l = unit / units_per_batch;
-    const int64_t uu = unit % units_per_batch;
+    q.l = l;
     q.m0 = uu / per_group * kGroupRows + uu % per_group * unit_shape<R>::pairs;
     for (int i = 0; i < R; i++) q.valid[i] = q.m0 + row_of<R>(i) < g.M;
     return q;
+}
+
+template <int R> HD unit_rows<R> locate(const gemv_args &g, int64_t unit) {
+    const int64_t units_per_batch = (g.M + kGroupRows - 1) / kGroupRows * (kGroupRows / R);
+    return unit_at<R>(g, unit / units_per_batch, unit % units_per_batch);
 }
 
 // One lane's sums over its chunks (slice s of K) for the unit's rows.
@@ -545,10 +553,8 @@ UNROLL
     }
 }
 
-// lane_sums with the integer decode. kPipe (variant 3): the next step's loads
-// are issued before this step's arithmetic, into the other of two register
-// buffers (the loop is unrolled twice so that the buffers swap without moves).
-template <int R, bool kPipe, class Prologue>
+// lane_sums with the integer decode.
+template <int R, class Prologue>
 HD void lane_sums2(const gemv_args &g, const unit_rows<R> &q, uint32_t s, uint32_t lane,
                    float acc[R], const uint4 *planes, const Prologue &prologue) {
     constexpr int kRows = R, kUnroll = unit_shape<R>::unroll;
@@ -563,39 +569,22 @@ UNROLL
     uint32_t c0 = s * 32u + lane;
     lane_addr<R> p = lane_start<R>(g, q, c0 < chunks ? c0 : 0, stride);
     const size_t a_step = (size_t)p.a_u * kUnroll, sa_step = (size_t)p.sa_u * kUnroll;
-    uint4 av[kUnroll][kRows], bv[kUnroll][kRows];
-    uint32_t sav[kUnroll][kRows], sbv[kUnroll][kRows];
+    uint4 av[kUnroll][kRows];
+    uint32_t sav[kUnroll][kRows];
     if (c0 < chunks) load_step2<R>(p, c0, stride, chunks, av, sav);
     prologue(); // b into shared memory while the first loads are in flight
-    if constexpr (!kPipe) {
-        while (c0 < chunks) {
-            compute_step2<R>(av, sav, c0, stride, chunks, planes, nch, lut0, lut1, acc);
-            c0 += step;
-            p.a += a_step;
-            p.sa += sa_step;
-            if (c0 < chunks) load_step2<R>(p, c0, stride, chunks, av, sav);
-        }
-    } else {
     while (c0 < chunks) {
-        p.a += a_step;
-        p.sa += sa_step;
-        if (c0 + step < chunks) load_step2<R>(p, c0 + step, stride, chunks, bv, sbv);
         compute_step2<R>(av, sav, c0, stride, chunks, planes, nch, lut0, lut1, acc);
         c0 += step;
-        if (c0 >= chunks) break;
         p.a += a_step;
         p.sa += sa_step;
-        if (c0 + step < chunks) load_step2<R>(p, c0 + step, stride, chunks, av, sav);
-        compute_step2<R>(bv, sbv, c0, stride, chunks, planes, nch, lut0, lut1, acc);
-        c0 += step;
-    }
+        if (c0 < chunks) load_step2<R>(p, c0, stride, chunks, av, sav);
     }
 }
 
-// Variants 2 (kPipe false) and 3 (true): CTAs per SM, 2 (128 registers) for
-// both R on sm_90a; 80 registers (3 CTAs) spill in the main loop
-// (docs/kernels/nvfp4_gemv.md).
-template <int R, bool kPipe> constexpr int min_blocks2() {
+// Variants 2 and 4: CTAs per SM, 2 (128 registers) for both R on sm_90a; 80
+// registers (3 CTAs) spill in the main loop (docs/kernels/nvfp4_gemv.md).
+template <int R> constexpr int min_blocks2() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
     return 1;
 #else
@@ -603,9 +592,8 @@ template <int R, bool kPipe> constexpr int min_blocks2() {
 #endif
 }
 
-template <int R, bool kPipe>
-__global__ void __launch_bounds__(kWarps * 32, min_blocks2<R, kPipe>())
-    nvfp4_gemv_kernel2(gemv_args g) {
+template <int R>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks2<R>()) nvfp4_gemv_kernel2(gemv_args g) {
     constexpr int kRows = R;
     extern __shared__ uint4 bsm[];
     __shared__ float partial[kWarps][kRows];
@@ -617,7 +605,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks2<R, kPipe>())
     const smem_b_prologue pro = {g.b + q.l * (g.K / 2), g.sb + scale_row(g, 1, q.l, 0), g.blocked,
                                  nch, bsm};
     float acc[kRows];
-    lane_sums2<R, kPipe>(g, q, s, lane, acc, bsm, pro);
+    lane_sums2<R>(g, q, s, lane, acc, bsm, pro);
 UNROLL
     for (int i = 0; i < kRows; i++)
 UNROLL
@@ -643,6 +631,128 @@ UNROLL
             g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<2>(g, acc[i], gscale);
 }
 
+// ---- variant 4: variant 2 with persistent CTAs ----
+//
+// A work item is what one CTA of variant 2 does (8/S units x S slices, all in
+// one batch); items are numbered as variant 2's CTAs (batch-major). The grid
+// is (CTAs resident per SM) x SMs, and CTA p takes the contiguous items
+// [p*n/P, (p+1)*n/P): its items stay in one batch (at most one change of
+// batch for the GPU MODE shapes), so b is decoded into shared memory once and
+// again only when the batch changes. Each lane runs variant 2's loop on
+// every item (same chunks, same sums: the same bits as variant 2 for the same
+// split) and issues the next item's first loads of a and sa before this
+// item's butterfly, slice reduction and store.
+template <int R>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks2<R>())
+    nvfp4_gemv_kernel4(gemv_args g, int64_t items) {
+    constexpr int kRows = R, kUnroll = unit_shape<R>::unroll;
+    extern __shared__ uint4 bsm[];
+    __shared__ float partial[2][kWarps][kRows]; // by item parity: one barrier per item
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t s = warp % g.split;
+    // items < 2^31 (the launch checks): 32 bits hold an item's number
+    const uint32_t first = (uint32_t)(items * blockIdx.x / gridDim.x),
+                   last = (uint32_t)(items * (blockIdx.x + 1) / gridDim.x);
+    const uint32_t per_item = kWarps / g.split;
+    // this warp's unit: u of batch l (units per batch: a multiple of 16 < 2^32),
+    // advanced by per_item units an item, without division
+    const uint32_t upb = (uint32_t)((g.M + kGroupRows - 1) / kGroupRows * (kGroupRows / R));
+    uint32_t l = first / (upb / per_item);
+    uint32_t u = first % (upb / per_item) * per_item + warp / g.split;
+    const uint32_t chunks = (uint32_t)(g.K / 32), nch = chunks;
+    const uint32_t stride = 32u * (uint32_t)g.split, step = stride * kUnroll;
+    const uint32_t cstart = s * 32u + lane;
+    // opaque tables as in lane_sums2, but from cstart (< 256): from g.split,
+    // ptxas re-materializes them (and the shared memory base) every step
+    const uint32_t opaque = cstart >> 8, lut0 = kLut0 | opaque, lut1 = kLut1 | opaque;
+    uint4 av[kUnroll][kRows];
+    uint32_t sav[kUnroll][kRows];
+    lane_addr<R> p = lane_start<R>(g, unit_at<R>(g, l, u), cstart < chunks ? cstart : 0, stride);
+    const size_t a_step = (size_t)p.a_u * kUnroll, sa_step = (size_t)p.sa_u * kUnroll;
+    if (first < last && cstart < chunks) load_step2<R>(p, cstart, stride, chunks, av, sav);
+    bool fresh = true; // b of batch l is to be decoded
+    for (uint32_t left = last - first; left > 0; left--) {
+        if (fresh) { // b of a new batch, while the item's first loads fly
+            if (left != last - first) __syncthreads(); // every warp is done with the old b
+            const smem_b_prologue pro = {g.b + (int64_t)l * (g.K / 2),
+                                         g.sb + scale_row(g, 1, l, 0), g.blocked, nch, bsm};
+            pro(); // ends with __syncthreads
+            fresh = false;
+        }
+        float acc[kRows];
+UNROLL
+        for (int i = 0; i < kRows; i++) acc[i] = 0.0f;
+        for (uint32_t c0 = cstart; c0 < chunks;) {
+            compute_step2<R>(av, sav, c0, stride, chunks, bsm, nch, lut0, lut1, acc);
+            c0 += step;
+            p.a += a_step;
+            p.sa += sa_step;
+            if (c0 < chunks) load_step2<R>(p, c0, stride, chunks, av, sav);
+        }
+        const unit_rows<R> q = unit_at<R>(g, l, u);
+        u += per_item;
+        if (u >= upb) { // the same in every warp: upb is a multiple of per_item
+            u -= upb;
+            l++;
+            fresh = true;
+        }
+        // the next item's first loads, then this item's reduction and store
+        if (left > 1) {
+            p = lane_start<R>(g, unit_at<R>(g, l, u), cstart < chunks ? cstart : 0, stride);
+            if (cstart < chunks) load_step2<R>(p, cstart, stride, chunks, av, sav);
+        }
+UNROLL
+        for (int i = 0; i < kRows; i++)
+UNROLL
+            for (int off = 16; off > 0; off >>= 1)
+                acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
+        if (g.split > 1) {
+            float(*part)[kRows] = partial[left & 1];
+            if (lane == 0)
+UNROLL
+                for (int i = 0; i < kRows; i++) part[warp][i] = acc[i];
+            __syncthreads();
+            if (s != 0) continue;
+UNROLL
+            for (int i = 0; i < kRows; i++) {
+                float sum = 0.0f;
+                for (int w = 0; w < g.split; w++) sum += part[warp + w][i];
+                acc[i] = sum;
+            }
+        }
+        const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
+UNROLL
+        for (int i = 0; i < kRows; i++)
+            if (lane == (uint32_t)i && q.valid[i])
+                g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<2>(g, acc[i], gscale);
+    }
+}
+
+// Variant 4's grid: CTAs resident per SM for R rows, read once per device
+// (the kernel's registers limit it; shared memory at most 100 KiB a CTA
+// allows 2 on sm_80 and newer, which the launch re-checks by K).
+constexpr int kMaxDevices = 64;
+
+// CTAs of nvfp4_gemv_kernel4<R> resident per SM with `smem` bytes of dynamic
+// shared memory; cached per device as (smem << 8 | count), recomputed only
+// when K changes the shared memory. 0 on error.
+template <int R> int persistent_per_sm(int device, size_t smem) {
+    static std::atomic<uint64_t> cache[kMaxDevices];
+    const bool cached = device >= 0 && device < kMaxDevices;
+    if (cached) {
+        const uint64_t c = cache[device].load(std::memory_order_relaxed);
+        if (c != 0 && c >> 8 == smem) return (int)(c & 0xFFu);
+    }
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, nvfp4_gemv_kernel4<R>, kWarps * 32,
+                                                      smem) != cudaSuccess ||
+        n < 1)
+        return 0;
+    n = n > 255 ? 255 : n;
+    if (cached) cache[device].store((uint64_t)smem << 8 | (uint64_t)n, std::memory_order_relaxed);
+    return n;
+}
+
 int env_choice(const char *name, int lo, int hi, int def, int step = 1);
 
 // Warps per unit: split K until there are enough CTAs to fill the GPU (16 per
@@ -653,7 +763,7 @@ int choose_split(int64_t units, int64_t chunks, int sms) {
     return s;
 }
 
-// Variants 2 and 3: split K only until there is one CTA per SM. Fewer,
+// Variants 2 and 4: split K only until there is one CTA per SM. Fewer,
 // longer warps measured faster than the 16 CTAs per SM above on an H100 (all
 // three GPU MODE shapes; docs/kernels/nvfp4_gemv.md).
 int choose_split2(int64_t units, int64_t chunks, int sms) {
@@ -706,8 +816,10 @@ kk_status make_args(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind 
 // The grid on the host: every lane of every warp, the butterfly of
 // __shfl_xor_sync (a + b is commutative, so every lane ends with the same
 // bits), then the slices in order, as the kernel does.
-// Variants 2 and 3 first decode each batch's b as the CTAs do (into a host
-// buffer instead of shared memory).
+// Variant 2 first decodes each batch's b as the CTAs do (into a host buffer
+// instead of shared memory). Variant 4 is the same computation: its CTAs take
+// contiguous ranges of variant 2's CTAs (work items) in order, so running
+// the items in turn is the same sums (kk__nvfp4_gemv_emulate maps 4 to 2).
 template <int V, int R> kk_status emulate(const gemv_args &g, int64_t blocks) {
     constexpr int kRows = R;
     const float gscale = g.ga ? *g.ga * *g.gb : 1.0f;
@@ -734,8 +846,7 @@ template <int V, int R> kk_status emulate(const gemv_args &g, int64_t blocks) {
             }
             for (uint32_t lane = 0; lane < 32; lane++) {
                 const uint32_t s = (uint32_t)(warp % g.split);
-                if (V == 2) lane_sums2<R, false>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
-                else if (V == 3) lane_sums2<R, true>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
+                if (V >= 2) lane_sums2<R>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
                 else lane_sums<V < 2 ? V : 0, R>(g, qs[warp], s, lane, v[lane]);
             }
             for (int off = 16; off > 0; off >>= 1) {
@@ -762,9 +873,10 @@ template <int V, int R> kk_status emulate(const gemv_args &g, int64_t blocks) {
     return KK_OK;
 }
 
-// KK_NVFP4_GEMV_VARIANT=0|1|2|3 (decoder), KK_NVFP4_GEMV_ROWS=4|8 (rows per
-// warp): tuning switches, read at each launch; anything else is the default
-// (2, 8): variant 2 measured fastest on an H100 (docs/kernels/nvfp4_gemv.md).
+// KK_NVFP4_GEMV_VARIANT=0|1|2|4 (decoder; 4: 2 with persistent CTAs),
+// KK_NVFP4_GEMV_ROWS=4|8 (rows per warp): tuning switches, read at each
+// launch; anything else is the default (2, 8): variant 2 measured fastest on
+// an H100 (docs/kernels/nvfp4_gemv.md).
 int env_choice(const char *name, int lo, int hi, int def, int step) {
     const char *v = getenv(name);
     if (!v) return def;
@@ -772,34 +884,64 @@ int env_choice(const char *name, int lo, int hi, int def, int step) {
     return x >= lo && x <= hi && (x - lo) % step == 0 ? x : def;
 }
 
-// Variants 2 and 3 keep the decoded b of a batch (2.25 bytes per element of
+// Variant 3 (variant 2 with two register buffers) is gone: it spilled at
+// R = 8 and measured no faster than 2; 3 now means 2. Outside 0..4: `def`.
+int known_variant(int v, int def) { return v == 3 ? 2 : v >= 0 && v <= 4 ? v : def; }
+
+// Variants 2 and 4 keep the decoded b of a batch (2.25 bytes per element of
 // K) in shared memory; beyond this (K > 45056) they fall back to variant 0.
 constexpr size_t kMaxBdec = 100 * 1024;
 int effective_variant(int variant, int64_t K) {
     return variant >= 2 && bdec_bytes(K) > kMaxBdec ? 0 : variant;
 }
 
-// One of the eight instantiations, as a launch.
-template <int V, int R> kk_status launch(const gemv_args &g, int64_t blocks, cudaStream_t s) {
+// One of the six instantiations, as a launch. Variant 4: min(work items,
+// resident CTAs) persistent CTAs; variant 2's grid when that is all items.
+template <int V, int R>
+kk_status launch(const gemv_args &g, int64_t blocks, int device, int sms, cudaStream_t s) {
+    int64_t grid = blocks;
     if (V < 2) {
         nvfp4_gemv_kernel<V < 2 ? V : 0, R><<<(unsigned)blocks, kWarps * 32, 0, s>>>(g);
     } else {
-        auto kernel = nvfp4_gemv_kernel2<R, V == 3>;
         const size_t smem = bdec_bytes(g.K);
+        void (*kernel2)(gemv_args) = nvfp4_gemv_kernel2<R>;
+        void (*kernel4)(gemv_args, int64_t) = nvfp4_gemv_kernel4<R>;
         cudaError_t e = cudaSuccess;
-        if (smem > 48 * 1024)
-            e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (smem > 48 * 1024) { // variant 4 may run as 2 (below)
+            e = cudaFuncSetAttribute(kernel2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (V == 4 && e == cudaSuccess)
+                e = cudaFuncSetAttribute(kernel4, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem);
+        }
         if (e != cudaSuccess)
             return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
                                   cudaGetErrorString(e), "%zu bytes of shared memory refused",
                                   smem);
-        kernel<<<(unsigned)blocks, kWarps * 32, smem, s>>>(g);
+        if (V == 4) {
+            const int per_sm = persistent_per_sm<R>(device, smem);
+            if (per_sm < 1)
+                return kk__error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv",
+                                 "no CTA of variant 4 fits an SM (%zu bytes of shared memory)",
+                                 smem);
+            if ((int64_t)per_sm * sms < grid) grid = (int64_t)per_sm * sms;
+        }
+        // With no more items than resident CTAs, every CTA would run one
+        // item: that is variant 2 (the same work and bits; its main loop is
+        // 3 instructions a step shorter at R = 8, 7 at R = 4).
+        // Variant 4 counts a batch's units in 32 bits (< 2^31: always, in
+        // practice: that is M < 2^35 rows).
+        const int64_t upb = (g.M + kGroupRows - 1) / kGroupRows * (kGroupRows / R);
+        if (grid < blocks && upb < ((int64_t)1 << 31)) {
+            kernel4<<<(unsigned)grid, kWarps * 32, smem, s>>>(g, blocks);
+        } else {
+            kernel2<<<(unsigned)blocks, kWarps * 32, smem, s>>>(g);
+        }
     }
     const cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) return KK_OK;
     return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
                           cudaGetErrorString(e), "kernel launch failed (%lld CTAs)",
-                          (long long)blocks);
+                          (long long)grid);
 }
 
 } // namespace
@@ -812,7 +954,7 @@ extern "C" kk_status kk__nvfp4_gemv_cuda(const kk_op_params *p, kk_tensor *const
     if (e != cudaSuccess)
         return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "nvfp4_gemv", cudaGetErrorName(e),
                               cudaGetErrorString(e), "reading the SM count failed");
-    int variant = env_choice("KK_NVFP4_GEMV_VARIANT", 0, 3, 2);
+    int variant = known_variant(env_choice("KK_NVFP4_GEMV_VARIANT", 0, 4, 2), 2);
     const int rows = env_choice("KK_NVFP4_GEMV_ROWS", 4, 8, 8, 4);
     gemv_args g;
     int64_t blocks = 0;
@@ -821,20 +963,21 @@ extern "C" kk_status kk__nvfp4_gemv_cuda(const kk_op_params *p, kk_tensor *const
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     variant = effective_variant(variant, g.K);
     switch (variant * 8 + rows) {
-    case 1 * 8 + 4: return launch<1, 4>(g, blocks, s);
-    case 2 * 8 + 4: return launch<2, 4>(g, blocks, s);
-    case 3 * 8 + 4: return launch<3, 4>(g, blocks, s);
-    case 0 * 8 + 4: return launch<0, 4>(g, blocks, s);
-    case 1 * 8 + 8: return launch<1, 8>(g, blocks, s);
-    case 2 * 8 + 8: return launch<2, 8>(g, blocks, s);
-    case 3 * 8 + 8: return launch<3, 8>(g, blocks, s);
-    default: return launch<0, 8>(g, blocks, s);
+    case 1 * 8 + 4: return launch<1, 4>(g, blocks, device, sms, s);
+    case 2 * 8 + 4: return launch<2, 4>(g, blocks, device, sms, s);
+    case 4 * 8 + 4: return launch<4, 4>(g, blocks, device, sms, s);
+    case 0 * 8 + 4: return launch<0, 4>(g, blocks, device, sms, s);
+    case 1 * 8 + 8: return launch<1, 8>(g, blocks, device, sms, s);
+    case 2 * 8 + 8: return launch<2, 8>(g, blocks, device, sms, s);
+    case 4 * 8 + 8: return launch<4, 8>(g, blocks, device, sms, s);
+    default: return launch<0, 8>(g, blocks, device, sms, s);
     }
 }
 
 // The CUDA kernel's arithmetic on CPU tensors, as a grid for a GPU of `sms`
 // SMs would compute it (same split, same order of every sum): the GPU's bits.
-// For tests without a GPU; slow (every lane in turn).
+// For tests without a GPU; slow (every lane in turn). Variant 4 runs as 2
+// (the same items, in the same order: see emulate), 3 as 2, others as 0.
 extern "C" kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms,
                                             int variant, int rows) {
     if (rows != 4 && rows != 8)
@@ -842,17 +985,15 @@ extern "C" kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *co
                              "%d", rows);
     gemv_args g;
     int64_t blocks = 0;
-    kk_status st = make_args(p, t, KK_BACKEND_CPU, sms < 1 ? 1 : sms, rows,
-                             variant >= 0 && variant <= 3 ? variant : 0, &g, &blocks);
+    variant = known_variant(variant, 0);
+    kk_status st = make_args(p, t, KK_BACKEND_CPU, sms < 1 ? 1 : sms, rows, variant, &g, &blocks);
     if (st != KK_OK) return st;
-    switch (effective_variant(variant >= 0 && variant <= 3 ? variant : 0, g.K) * 8 + rows) {
+    switch (effective_variant(variant == 4 ? 2 : variant, g.K) * 8 + rows) {
     case 1 * 8 + 4: return emulate<1, 4>(g, blocks);
     case 2 * 8 + 4: return emulate<2, 4>(g, blocks);
-    case 3 * 8 + 4: return emulate<3, 4>(g, blocks);
     case 0 * 8 + 4: return emulate<0, 4>(g, blocks);
     case 1 * 8 + 8: return emulate<1, 8>(g, blocks);
     case 2 * 8 + 8: return emulate<2, 8>(g, blocks);
-    case 3 * 8 + 8: return emulate<3, 8>(g, blocks);
     default: return emulate<0, 8>(g, blocks);
     }
 }
