@@ -16,6 +16,14 @@ anchors the way `kernelkit bench --flush MODE` times KernelKit:
     KK_BENCH_FLUSH=read python3 bench/compare_torch_attention.py SUITE samples.json
 The mode is written to the samples file ("flush") and kept by --import.
 
+Before the start event a spin kernel (torch.cuda._sleep, ~1 ms) holds the
+stream while the host enqueues the event and the work, as kernelkit bench's
+blocking kernel does: otherwise, when the flush ends before the host has
+enqueued the work (a fast flush, a library call with tens of microseconds of
+host-side dispatch), the GPU idles after the start event and host time lands
+in the sample. Seen on an H100 before the spin: SDPA decode at B = 1, 8192
+keys, 68 us with the write flush and 122 us with the (faster) read flush.
+
 The script writes raw samples only; `kernelkit bench --import FILE -o OUT`
 turns them into a kernelkit.bench/1 results file with KernelKit's own
 statistics, environment capture and the registry's FLOP and byte counts, so an
@@ -41,6 +49,8 @@ def flush_mode(flush=None):
 
 
 class Timer:
+    HOLD_CYCLES = 2_000_000  # the spin before each sample: ~1 ms at 2 GHz
+
     def __init__(self, warmup=5, samples=30, cold=True, flush=None):
         self.warmup, self.samples, self.cold = warmup, samples, cold
         self.flush_mode = flush_mode(flush)
@@ -69,6 +79,7 @@ class Timer:
         for i in range(self.samples):
             if self.cold:
                 self._flush()  # not timed: before the start event
+            torch.cuda._sleep(self.HOLD_CYCLES)  # holds the stream while the host enqueues
             self.start[i].record()
             fn()
             self.stop[i].record()
