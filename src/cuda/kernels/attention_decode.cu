@@ -17,50 +17,34 @@ using kk_cuda::opt_in;
 using kk_cuda::sm_count;
 using kk_cuda::smem_optin;
 
-size_t decode_smem(int kd, size_t elem) {
-    return (size_t)(kDecodeRows + kWarps * 2 * kDecodeKeys) * (kd + 8) *
-           elem;
-}
+} // namespace
 
 // Decode when one m16 tile holds every query row of a kv head, the keys are
 // long enough to split (the forward kernel would leave most SMs idle) and the
-// device has the shared memory (head dim 128 needs 143 KiB: not on Ada).
-} // namespace
-
+// device has the default kernel's shared memory (head dim 128: 140 KiB, not on
+// Ada).
 bool use_decode(const Params &p, int kd) {
+    const size_t smem = 2 * (kd == 64 ? decode_pipe_smem_elems<64, 2, 32>()
+                                      : decode_pipe_smem_elems<128, 2, 32>());
     return (kd == 64 || kd == 128) && (p.Hq / p.Hkv) * p.Sq <= kDecodeRows &&
-           p.Sk >= 512 && decode_smem(kd, 2) <= (size_t)smem_optin();
+           p.Sk >= 512 && smem <= (size_t)smem_optin();
 }
 
 namespace {
 
-template <int KD, typename T, bool kDropout>
-cudaError_t launch_decode_kernel(const DecodeParams &dp, cudaStream_t stream) {
-    const size_t smem = decode_smem(KD, sizeof(T));
-    auto kernel = attention_decode_kernel<KD, T, kDropout>;
-    cudaError_t e = opt_in<attention_decode_kernel<KD, T, kDropout>>(smem);
-    if (e != cudaSuccess) return e;
-    kernel<<<dim3((unsigned)dp.splits, (unsigned)(dp.p.B * dp.p.Hkv)), kThreads, smem, stream>>>(dp);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    const int64_t rows = (int64_t)dp.p.B * dp.p.Hq * dp.p.Sq;
-    attention_combine_kernel<T><<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(dp);
-    return cudaGetLastError();
-}
-
 // ---- decode variants (KK_ATTN_DECODE_VARIANT, read once; anything else: 1) ----
-// Measured on an H100 (docs/kernels/attention.md, "Decode"):
-//   0: attention_decode_kernel, one CTA per SM at D = 128 (the first version).
-//   1: attention_decode_pipe_kernel, 2 stages of 32 keys per warp (the same
-//      143 KiB at D = 128, one CTA per SM, the same splits): the default.
+// Stage shapes of attention_decode_pipe_kernel, measured on an H100
+// (docs/kernels/attention.md, "Decode"):
+//   1: 2 stages of 32 keys per warp (140 KiB at D = 128, one CTA per SM, as
+//      many splits as fill one wave): the default.
 //   2: 2 stages of 16 keys per warp (74 KiB at D = 128: 3 CTAs per SM), the
 //      splits filling one wave at the kernel's occupancy (12 per head at H = 32).
 //   3: 3 stages of 32 keys per warp (213 KiB at D = 128; variant 1 where the
 //      device lacks the shared memory).
 //   4: 3 stages of 16 keys per warp (108 KiB at D = 128: 2 CTAs per SM, 8
 //      splits per head at H = 32).
-// Variants >= 1 launch the combine kernel as a programmatic dependent of the
-// decode kernel on sm_90+ (KK_ATTN_DECODE_PDL=0: a plain launch). Tuning:
+// The combine kernel is launched as a programmatic dependent of the decode
+// kernel on sm_90+ (KK_ATTN_DECODE_PDL=0: a plain launch). Tuning:
 // KK_ATTN_DECODE_CTAS_PER_SM=n sizes the splits for n CTAs per SM instead of
 // the kernel's occupancy (n above it: more than one wave).
 int env_int_once(const char *name, int lo, int hi, int def) {
@@ -70,7 +54,7 @@ int env_int_once(const char *name, int lo, int hi, int def) {
     return x >= lo && x <= hi ? x : def;
 }
 int decode_variant() {
-    static const int v = env_int_once("KK_ATTN_DECODE_VARIANT", 0, 4, 1);
+    static const int v = env_int_once("KK_ATTN_DECODE_VARIANT", 1, 4, 1);
     return v;
 }
 int decode_ctas_per_sm() {
@@ -110,9 +94,12 @@ template <auto Kernel> int ctas_per_sm(size_t smem) {
     return n;
 }
 
-// Splits of the keys for `slots` CTAs per SM: as many as fill one wave, at
-// least four 64-key blocks (256 keys) each, keys_per_split a multiple of
-// `align` (a multiple of 4: dropout's Philox words).
+// Splits of the keys for `slots` CTAs per SM: as many as fill one wave (a
+// small batch leaves no SM idle and no wave half empty: 2.2 waves gave 57% of
+// the read bandwidth at B = 1, Sk = 8192 in the first version), at least 256
+// keys each, keys_per_split a multiple of `align` (a multiple of 4: dropout's
+// Philox words). The partial results live in a stream-ordered allocation,
+// freed on the stream after the combine.
 void decode_splits(DecodeParams &dp, const Params &p, int64_t slots, int64_t align) {
     const int64_t kv_heads = (int64_t)p.B * p.Hkv;
     const int64_t min_keys = kWarps * kDecodeKeys;
@@ -182,47 +169,14 @@ cudaError_t launch_decode_variant(const Params &p, int variant, cudaStream_t str
     return launch_decode_pipe<KD, T, kDropout, 2, 32>(p, stream);
 }
 
-// The split count: as many splits as fill one wave of CTAs (the decode
-// kernel's shared memory allows one CTA per SM at head dim 128), so a small
-// batch leaves no SM idle and no wave half empty (two CTAs per SM gave 2.2
-// waves and 57% of the read bandwidth at B = 1, Sk = 8192); at least four
-// 64-key blocks (one per warp) per split. The partial results live in a
-// stream-ordered allocation, freed on the stream after the combine.
 template <typename T>
 cudaError_t launch_decode_dtype(const Params &p, int kd, cudaStream_t stream) {
-    if (const int v = decode_variant()) {
-        if (kd == 64)
-            return p.dropout ? launch_decode_variant<64, T, true>(p, v, stream)
-                             : launch_decode_variant<64, T, false>(p, v, stream);
-        return p.dropout ? launch_decode_variant<128, T, true>(p, v, stream)
-                         : launch_decode_variant<128, T, false>(p, v, stream);
-    }
-    DecodeParams dp;
-    dp.p = p;
-    dp.group = p.Hq / p.Hkv;
-    const int64_t kv_heads = (int64_t)p.B * p.Hkv;
-    const int64_t min_keys = kWarps * kDecodeKeys;
-    int64_t splits = (int64_t)sm_count() / kv_heads;
-    const int64_t most = (p.Sk + min_keys - 1) / min_keys;
-    splits = splits < 1 ? 1 : splits > most ? most : splits;
-    int64_t per = (p.Sk + splits - 1) / splits;
-    per = (per + kDecodeKeys - 1) / kDecodeKeys * kDecodeKeys;
-    dp.splits = (int)((p.Sk + per - 1) / per);
-    dp.keys_per_split = (int)per;
-    const int64_t rows = (int64_t)p.B * p.Hq * p.Sq;
-    void *ws = nullptr;
-    cudaError_t e = cudaMallocAsync(&ws, (size_t)rows * dp.splits * (p.d + 1) * sizeof(float), stream);
-    if (e != cudaSuccess) return e;
-    dp.part_o = static_cast<float *>(ws);
-    dp.part_lse = dp.part_o + rows * dp.splits * p.d;
+    const int v = decode_variant();
     if (kd == 64)
-        e = p.dropout ? launch_decode_kernel<64, T, true>(dp, stream)
-                      : launch_decode_kernel<64, T, false>(dp, stream);
-    else
-        e = p.dropout ? launch_decode_kernel<128, T, true>(dp, stream)
-                      : launch_decode_kernel<128, T, false>(dp, stream);
-    const cudaError_t f = cudaFreeAsync(ws, stream);
-    return e != cudaSuccess ? e : f;
+        return p.dropout ? launch_decode_variant<64, T, true>(p, v, stream)
+                         : launch_decode_variant<64, T, false>(p, v, stream);
+    return p.dropout ? launch_decode_variant<128, T, true>(p, v, stream)
+                     : launch_decode_variant<128, T, false>(p, v, stream);
 }
 
 } // namespace

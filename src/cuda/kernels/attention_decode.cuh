@@ -7,13 +7,13 @@
 // Grid: (split, batch x kv head). A CTA's rows are the group's query heads
 // times the Sq queries (at most 16: one m16 tile), r = hg * Sq + i for query
 // head hk * group + hg. Its key range is one split; its four warps take turns
-// on 64-key blocks of it, each with its own online softmax (the same
-// arithmetic as the forward kernel), then merge through shared memory and
-// write the split's partial result: O normalized by the split's own sum, and
-// that sum's log-sum-exp (natural log, -inf when the split saw no key).
-// attention_combine then weighs the splits by exp(lse_split - lse) per row.
-// The work is memory-bound (every K and V byte is read once per kv head):
-// what matters is enough bytes in flight, which the split count provides.
+// on blocks of it, each with its own online softmax (the same arithmetic as
+// the forward kernel) and its own pipeline of stages, then merge through
+// shared memory and write the split's partial result: O normalized by the
+// split's own sum, and that sum's log-sum-exp (natural log, -inf when the
+// split saw no key). attention_combine then weighs the splits by
+// exp(lse_split - lse) per row. The work is memory-bound (every K and V byte
+// is read once per kv head): what matters is bytes in flight all the time.
 #pragma once
 
 #include "cuda/kernels/attention_fwd.cuh"
@@ -21,171 +21,16 @@
 namespace kk_attn {
 
 constexpr int kDecodeRows = 16; // one m16 tile: group * Sq <= 16
-constexpr int kDecodeKeys = 64; // keys per warp step
+constexpr int kDecodeKeys = 64; // a split has at least this many keys per warp
 
 struct DecodeParams {
     Params p;            // the op's parameters and tensors
     int group;           // Hq / Hkv
     int splits;          // CTAs along the keys
-    int keys_per_split;  // a multiple of kDecodeKeys
+    int keys_per_split;  // a multiple of the kernel's stage keys (and of 4)
     float *part_o;       // [B*Hq*Sq, splits, d]: O of each split, normalized
     float *part_lse;     // [B*Hq*Sq, splits]
 };
-
-template <int KD, typename T, bool kDropout>
-__global__ void __launch_bounds__(kThreads) attention_decode_kernel(const DecodeParams dp) {
-    using M = MmaType<T>;
-    const Params &p = dp.p;
-    constexpr int kPitch = KD + 8;
-    constexpr int kDTiles = KD / 8, kKSteps = KD / 16, kNTiles = kDecodeKeys / 8;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    T *sQ = reinterpret_cast<T *>(smem_raw);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    T *sK = sQ + kDecodeRows * kPitch + warp * 2 * kDecodeKeys * kPitch;
-    T *sV = sK + kDecodeKeys * kPitch;
-
-    const int split = blockIdx.x, bhk = blockIdx.y;
-    const int b = bhk / p.Hkv, hk = bhk % p.Hkv;
-    const int rows = dp.group * p.Sq;
-    const T *gK = static_cast<const T *>(p.k) + b * p.k_bs + hk * p.k_hs;
-    const T *gV = static_cast<const T *>(p.v) + b * p.v_bs + hk * p.v_hs;
-
-    // Q: row r = hg * Sq + i of query head hk * group + hg.
-    for (int c = threadIdx.x; c < kDecodeRows * (KD / 8); c += kThreads) {
-        const int r = c / (KD / 8), col = (c % (KD / 8)) * 8;
-        const bool ok = r < rows && col < p.d;
-        const int hq = hk * dp.group + (ok ? r / p.Sq : 0), i = ok ? r % p.Sq : 0;
-        const T *src = static_cast<const T *>(p.q) + b * p.q_bs + hq * p.q_hs +
-                       (int64_t)i * p.q_ss + col;
-        cp_async16(sQ + r * kPitch + col, ok ? src : static_cast<const T *>(p.q), ok ? 16 : 0);
-    }
-    cp_async_commit();
-    cp_async_wait_all();
-    __syncthreads();
-    uint32_t q_frag[kKSteps][4];
-#pragma unroll
-    for (int ks = 0; ks < kKSteps; ks++)
-        ldmatrix_x4(q_frag[ks], sQ + (lane % 16) * kPitch + ks * 16 + (lane / 16) * 8);
-
-    // This thread's rows g and g + 8: query index and key range.
-    int lo_r[2], hi_r[2], qi[2], hq_r[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int row = g + 8 * r;
-        qi[r] = row < rows ? row % p.Sq : 0;
-        hq_r[r] = hk * dp.group + (row < rows ? row / p.Sq : 0);
-        key_range(p, qi[r], lo_r[r], hi_r[r]);
-        if (row >= rows) hi_r[r] = -1; // padding rows see nothing
-    }
-    const int k_begin = split * dp.keys_per_split;
-    const int k_end = min(k_begin + dp.keys_per_split, p.Sk); // exclusive
-
-    float o_acc[kDTiles][4];
-#pragma unroll
-    for (int i = 0; i < kDTiles; i++) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.f;
-    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-
-    for (int n0 = k_begin + warp * kDecodeKeys; n0 < k_end; n0 += kWarps * kDecodeKeys) {
-        load_tile<KD, T, 32>(sK, gK + (int64_t)n0 * p.k_ss, p.k_ss, kDecodeKeys, k_end - n0, p.d,
-                             lane);
-        load_tile<KD, T, 32>(sV, gV + (int64_t)n0 * p.v_ss, p.v_ss, kDecodeKeys, k_end - n0, p.d,
-                             lane);
-        cp_async_commit();
-        cp_async_wait_all();
-        __syncwarp();
-
-        float s[kNTiles][4];
-#pragma unroll
-        for (int i = 0; i < kNTiles; i++) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-        for (int ks = 0; ks < kKSteps; ks++)
-#pragma unroll
-            for (int np = 0; np < kNTiles / 2; np++) {
-                const int mi = lane / 8;
-                uint32_t bk[4];
-                ldmatrix_x4(bk, sK + (np * 16 + (lane % 8) + 8 * (mi / 2)) * kPitch + ks * 16 +
-                                    8 * (mi % 2));
-                M::mma(s[2 * np], q_frag[ks], bk[0], bk[1]);
-                M::mma(s[2 * np + 1], q_frag[ks], bk[2], bk[3]);
-            }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-#pragma unroll
-            for (int nt = 0; nt < kNTiles; nt++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    const int j = n0 + nt * 8 + 2 * t + c;
-                    if (j < lo_r[r] || j > hi_r[r] || j >= k_end) s[nt][2 * r + c] = -INFINITY;
-                }
-            softmax_row(s, o_acc, r, m_run[r], l_run[r], p.scale_log2);
-        }
-        // Rows of different query heads have their own Philox stream (b * Hq + h).
-        if constexpr (kDropout)
-            dropout_rows(s, p, (uint32_t)(b * p.Hq + hq_r[0]), (uint32_t)(b * p.Hq + hq_r[1]), qi[0],
-                         qi[1], n0, t);
-#pragma unroll
-        for (int c = 0; c < kNTiles / 2; c++) {
-            uint32_t pf[4] = {M::pack(s[2 * c][0], s[2 * c][1]), M::pack(s[2 * c][2], s[2 * c][3]),
-                              M::pack(s[2 * c + 1][0], s[2 * c + 1][1]),
-                              M::pack(s[2 * c + 1][2], s[2 * c + 1][3])};
-#pragma unroll
-            for (int dpi = 0; dpi < kDTiles / 2; dpi++) {
-                const int mi = lane / 8;
-                uint32_t bv[4];
-                ldmatrix_x4_trans(bv, sV + (c * 16 + (lane % 8) + 8 * (mi % 2)) * kPitch +
-                                          dpi * 16 + 8 * (mi / 2));
-                M::mma(o_acc[2 * dpi], pf, bv[0], bv[1]);
-                M::mma(o_acc[2 * dpi + 1], pf, bv[2], bv[3]);
-            }
-        }
-        __syncwarp(); // every lane done with this block's K and V before the next load
-    }
-
-    // Merge the four warps: row maxima, sums and O through shared memory
-    // (reusing the K/V area), in the forward kernel's units (raw scores).
-    __syncthreads();
-    float *sm_m = reinterpret_cast<float *>(sK - warp * 2 * kDecodeKeys * kPitch); // warp 0's K
-    float *sm_l = sm_m + kWarps * kDecodeRows;
-    float *sm_o = sm_l + kWarps * kDecodeRows; // [warp][row][KD]
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float l = l_run[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int row = g + 8 * r;
-        if (t == 0) {
-            sm_m[warp * kDecodeRows + row] = m_run[r];
-            sm_l[warp * kDecodeRows + row] = l;
-        }
-#pragma unroll
-        for (int dt = 0; dt < kDTiles; dt++) {
-            sm_o[(warp * kDecodeRows + row) * KD + dt * 8 + 2 * t] = o_acc[dt][2 * r];
-            sm_o[(warp * kDecodeRows + row) * KD + dt * 8 + 2 * t + 1] = o_acc[dt][2 * r + 1];
-        }
-    }
-    __syncthreads();
-    for (int e = threadIdx.x; e < rows * KD; e += kThreads) {
-        const int row = e / KD, col = e % KD;
-        if (col >= p.d) continue;
-        float m = -INFINITY;
-        for (int w = 0; w < kWarps; w++) m = fmaxf(m, sm_m[w * kDecodeRows + row]);
-        float l = 0.f, o = 0.f;
-        if (m != -INFINITY) {
-            for (int w = 0; w < kWarps; w++) {
-                const float f = exp2_approx((sm_m[w * kDecodeRows + row] - m) * p.scale_log2);
-                l += sm_l[w * kDecodeRows + row] * f;
-                o += sm_o[(w * kDecodeRows + row) * KD + col] * f;
-            }
-        }
-        const int hq = hk * dp.group + row / p.Sq, i = row % p.Sq;
-        const int64_t out_row = ((int64_t)b * p.Hq + hq) * p.Sq + i;
-        dp.part_o[(out_row * dp.splits + split) * p.d + col] =
-            l > 0.f ? o * (kDropout ? p.drop_rescale : 1.f) / l : 0.f;
-        if (col == 0)
-            dp.part_lse[out_row * dp.splits + split] =
-                l > 0.f ? (m * p.scale_log2 + log2f(l)) / kLog2e : -INFINITY;
-    }
-}
 
 // Programmatic dependent launch (Hopper): the decode kernel lets the combine
 // kernel start early (its CTAs wait in griddepcontrol.wait until the decode
@@ -206,13 +51,13 @@ template <int N> __device__ __forceinline__ void cp_async_wait_group() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// The pipelined decode kernel (KK_ATTN_DECODE_VARIANT >= 1): the same rows,
-// splits, arithmetic and partial results as attention_decode_kernel, but each
-// warp streams its blocks of kSK keys through kStages buffers of its own, so
-// kStages - 1 loads stay in flight while it computes one (the default kernel
-// waits for its whole 64-key block before it computes, one block per warp in
-// flight, and its warps start in step, so an SM's loads stop while its four
-// warps compute). Q's load overlaps the first K/V stages. kSK = 16 or 32
+// The decode kernel: each warp streams its blocks of kSK keys through kStages
+// buffers of its own, so kStages - 1 loads stay in flight while it computes
+// one (the first version waited for a whole 64-key block per warp before
+// computing, and its warps started in step, so an SM's loads stopped while its
+// four warps computed: docs/kernels/attention.md, "Decode"). K and V of a
+// stage are separate cp.async groups (the scores run while V lands); Q's load
+// overlaps the first stages. kSK = 16 or 32
 // (a multiple of 16: one k step of the P.V mma); blocks of a warp are
 // kWarps * kSK keys apart, so n0 stays a multiple of 4 (dropout's Philox
 // words) when keys_per_split is a multiple of kSK.
@@ -372,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     cp_async_wait_all(); // empty groups only by now; nothing may land after the merge
 
-    // Merge the four warps as attention_decode_kernel does (the stage area,
+    // Merge the four warps through shared memory (the stage area,
     // at least 4 * 16 * (KD + 2) floats, holds the maxima, sums and O).
     static_assert(kWarps * kStages * kStageElems * sizeof(T) >=
                       (size_t)kWarps * kDecodeRows * (KD + 2) * sizeof(float),
