@@ -24,21 +24,7 @@
 /* Run `text` as a case with `kernel` in the CPU slot of a copy of the
  * attention row (the registry's own kernel when kernel is NULL). */
 static kk_case_result run_with(const char *text, kk_op_kernel_fn kernel, uint64_t seed) {
-  const kk_op *found;
-  kk_assert_ok(kk_op_find("attention", &found));
-  static kk_op row; /* params point at it: it must outlive the case */
-  row = *found;
-  if (kernel)
-    row.kernels[KK_BACKEND_CPU] = kernel;
-  kk_case c = {.seed = seed, .dist = KK_DIST_FULL};
-  snprintf(c.name, sizeof c.name, "test/attention");
-  kk_assert_ok(kk_op_params_parse(&row, text, &c.params));
-  const kk_run_options o = {.device = "cpu"};
-  kk_case_result r;
-  kk_assert_ok(kk_case_run(&c, &o, &r));
-  print_message("    %-5s %s  max_abs=%.3g rel_l2=%.3g %s\n", kk_case_status_name(r.status), text,
-                r.max_abs_err, r.rel_l2_err, r.message);
-  return r;
+  return kk_test_run_cpu_case("attention", text, kernel, seed);
 }
 
 static const char *const shapes[] = {

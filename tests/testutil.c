@@ -46,3 +46,21 @@ int kk_test_run(const char *cmd, char *buf, size_t size) {
     int rc = pclose(p);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
+
+kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op_kernel_fn kernel,
+                                    uint64_t seed) {
+    const kk_op *found;
+    kk_assert_ok(kk_op_find(op_name, &found));
+    static kk_op row; /* the case's params point at it: it must outlive the case */
+    row = *found;
+    if (kernel) row.kernels[KK_BACKEND_CPU] = kernel;
+    kk_case c = {.seed = seed, .dist = KK_DIST_FULL};
+    snprintf(c.name, sizeof c.name, "test/%s", op_name);
+    kk_assert_ok(kk_op_params_parse(&row, text, &c.params));
+    const kk_run_options o = {.device = "cpu"};
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(&c, &o, &r));
+    print_message("    %-5s %s  max_abs=%.3g rel_l2=%.3g %s\n", kk_case_status_name(r.status), text,
+                  r.max_abs_err, r.rel_l2_err, r.message);
+    return r;
+}

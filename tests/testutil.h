@@ -38,6 +38,13 @@
  * CUDA device is present, so main() can return KK_TEST_SKIP. */
 int kk_test_no_gpu(void);
 
+/* One case of op `op_name` with parameters `text` on the CPU, drawn from
+ * `seed`, checked against the float64 reference; `kernel` replaces the CPU
+ * slot (a wrong kernel, to prove a check fails), NULL keeps the registry's.
+ * Prints one line per case. */
+kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op_kernel_fn kernel,
+                                    uint64_t seed);
+
 /* Write `text` to a new temporary file; returns its path (static buffer). */
 const char *kk_test_write_temp(const char *text, size_t len);
 
