@@ -280,6 +280,19 @@ static void cuda_kernel_emulated_passes(void **state) {
         }
 }
 
+/* Host tensors of the case `text` (p, d, n, t, and raw: t's data), the
+ * inputs drawn from `seed`, the output left as allocated. */
+static void host_case(const char *text, uint64_t seed, kk_op_params *p, kk_op_tensor *d, int *n,
+                      kk_tensor **t, void **raw) {
+    kk_assert_ok(kk_op_params_parse(gemv_row(), text, p));
+    kk_assert_ok(kk_op_tensors(p, d, n));
+    for (int k = 0; k < *n; k++) {
+        kk_assert_ok(kk_tensor_create("cpu", d[k].dtype, d[k].ndim, d[k].shape, &t[k]));
+        raw[k] = t[k]->data;
+    }
+    kk_assert_ok(kk_case_fill_inputs(p, seed, KK_DIST_FULL, raw));
+}
+
 /* All decoders are exact, and with the same split of K (as here: K limits it
  * to 4 warps for both) the rows per warp change no sum, so variants 0 to 4
  * (3 is an alias of 2, 4 is 2 with persistent CTAs: the same sums) with 4 or
@@ -288,18 +301,11 @@ static void cuda_variants_agree(void **state) {
     (void)state;
     if (!kk__nvfp4_gemv_emulate) skip();
     kk_op_params p;
-    kk_assert_ok(
-        kk_op_params_parse(gemv_row(), "M=257 K=4096 L=2 scale_layout=blocked global=1", &p));
     kk_op_tensor d[KK_OP_MAX_TENSORS];
     int n = 0;
-    kk_assert_ok(kk_op_tensors(&p, d, &n));
     kk_tensor *t[KK_OP_MAX_TENSORS];
     void *raw[KK_OP_MAX_TENSORS];
-    for (int k = 0; k < n; k++) {
-        kk_assert_ok(kk_tensor_create("cpu", d[k].dtype, d[k].ndim, d[k].shape, &t[k]));
-        raw[k] = t[k]->data;
-    }
-    kk_assert_ok(kk_case_fill_inputs(&p, 11, KK_DIST_FULL, raw));
+    host_case("M=257 K=4096 L=2 scale_layout=blocked global=1", 11, &p, d, &n, t, raw);
     const size_t cbytes = (size_t)d[n - 1].numel * 2;
     uint16_t *first = malloc(cbytes);
     kk_assert_ok(kk__nvfp4_gemv_emulate(&p, t, 132, 0, 8));
@@ -329,17 +335,11 @@ static void decoder_matches_table(void **state) {
 static void vector_builds_agree(void **state) {
     (void)state;
     kk_op_params p;
-    kk_assert_ok(kk_op_params_parse(gemv_row(), "M=300 K=4160 L=2 scale_layout=blocked", &p));
     kk_op_tensor d[KK_OP_MAX_TENSORS];
     int n = 0;
-    kk_assert_ok(kk_op_tensors(&p, d, &n));
     kk_tensor *t[KK_OP_MAX_TENSORS];
     void *raw[KK_OP_MAX_TENSORS];
-    for (int k = 0; k < n; k++) {
-        kk_assert_ok(kk_tensor_create("cpu", d[k].dtype, d[k].ndim, d[k].shape, &t[k]));
-        raw[k] = t[k]->data;
-    }
-    kk_assert_ok(kk_case_fill_inputs(&p, 3, KK_DIST_FULL, raw));
+    host_case("M=300 K=4160 L=2 scale_layout=blocked", 3, &p, d, &n, t, raw);
     const size_t cbytes = (size_t)d[n - 1].numel * 2;
     uint16_t *first = malloc(cbytes);
     kk_assert_ok(kk_op_run(&p, t, NULL));
