@@ -2,12 +2,19 @@
 # Export the committed tree (HEAD) plus the build dependencies the GPU machine
 # lacks (cJSON, cmocka) into .gpu-tree/, for the device tool to carry:
 #   run(command="cd .gpu-tree && bash scripts/device-check.sh", carry=[".gpu-tree"])
+# --worktree: the working tree (tracked and untracked, not ignored) instead of
+# HEAD, to try uncommitted changes.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 grep -qx "/.gpu-tree/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/.gpu-tree/" >> .git/info/exclude; }
 rm -rf .gpu-tree && mkdir .gpu-tree
-git archive HEAD | tar -x -C .gpu-tree
-git rev-parse --short=12 HEAD > .gpu-tree/.commit
+if [ "${1:-}" = --worktree ]; then
+  git ls-files -z --cached --others --exclude-standard | tar --null -T - -c | tar -x -C .gpu-tree
+  echo "$(git rev-parse --short=12 HEAD)+worktree" > .gpu-tree/.commit
+else
+  git archive HEAD | tar -x -C .gpu-tree
+  git rev-parse --short=12 HEAD > .gpu-tree/.commit
+fi
 mkdir -p .gpu-tree/.deps/include .gpu-tree/.deps/lib
 cp -r /usr/include/cjson /usr/include/cmocka.h .gpu-tree/.deps/include/
 for lib in libcjson.so.1 libcmocka.so.0; do

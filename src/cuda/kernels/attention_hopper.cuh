@@ -91,12 +91,113 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// The arithmetic of one warpgroup's 64 query rows over a key block, shared
+// by the Hopper kernels (this one and the warp-specialized one of
+// attention_hopper_ws.cuh). Q is a tile of kBlockM rows, K and V blocks of
+// kBlockN rows, all in the swizzled layout of load_tile_sw128.
+template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct HopperRows {
+    static constexpr int kNT = kBlockN / 8, kDT = KD / 8;
+    using M = MmaType<T>;
+    using W = kk_wgmma::Wgmma<T, kBlockN>;
+    using WO = kk_wgmma::Wgmma<T, KD>;
+
+    // S = Q K^T of warpgroup wg's rows, issued (not waited): KD / 16 steps, a
+    // step is 32 bytes into a 128-byte row; the first overwrites S.
+    static __device__ __forceinline__ void issue_qk(const T *sQ, const T *sK, int wg, float (&s)[kNT][4]) {
+        float(&s_flat)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(s);
+#pragma unroll
+        for (int ks = 0; ks < KD / 16; ks++) {
+            const uint64_t da =
+                sw128_desc(sQ + (ks / 4) * kBlockM * 64 + wg * 64 * 64 + (ks % 4) * 16, 16, 1024);
+            const uint64_t db = sw128_desc(sK + (ks / 4) * kBlockN * 64 + (ks % 4) * 16, 16, 1024);
+            W::template ss<0>(s_flat, da, db, ks > 0);
+        }
+    }
+    // O += P V, issued: k16 chunk c of P is n8 tiles 2c, 2c + 1 of S; V's
+    // chunk c starts 16 rows (2048 bytes) further; N-major, 64-column blocks
+    // kBlockN * 128 bytes apart (the leading offset), 8-row groups 1024.
+    static __device__ __forceinline__ void issue_pv(const T *sV, const uint32_t (&pf)[kBlockN / 16][4],
+                                                    float (&o)[kDT][4]) {
+        float(&o_flat)[kDT * 4] = reinterpret_cast<float(&)[kDT * 4]>(o);
+#pragma unroll
+        for (int c = 0; c < kBlockN / 16; c++)
+            WO::template rs<1>(o_flat, pf[c], sw128_desc(sV + c * 16 * 64, kBlockN * 128, 1024), 1);
+    }
+    // Mask (only when the block is not full: it crosses some row's range or
+    // the end of the keys), online softmax, dropout of the block of keys from
+    // n0 for rows row0 and row0 + 8 (lane t of the quad); O's rescale factors
+    // in alpha.
+    static __device__ __forceinline__ void softmax(const Params &p, int bh, int row0, int t, int n0,
+                                                   bool full, float (&s)[kNT][4], float (&m_run)[2],
+                                                   float (&l_run)[2], float (&alpha)[2]) {
+        if (!full) {
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                int lo, hi;
+                key_range(p, row0 + 8 * r, lo, hi);
+#pragma unroll
+                for (int nt = 0; nt < kNT; nt++)
+#pragma unroll
+                    for (int c = 0; c < 2; c++) {
+                        const int j = n0 + nt * 8 + 2 * t + c;
+                        if (j < lo || j > hi) s[nt][2 * r + c] = -INFINITY;
+                    }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            alpha[r] = softmax_row_alpha(s, r, m_run[r], l_run[r], p.scale_log2);
+        if constexpr (kDropout) dropout_rows(s, p, (uint32_t)bh, (uint32_t)bh, row0, row0 + 8, n0, t);
+    }
+    static __device__ __forceinline__ void rescale_o(float (&o)[kDT][4], const float (&alpha)[2]) {
+#pragma unroll
+        for (int dt = 0; dt < kDT; dt++) {
+            o[dt][0] *= alpha[0], o[dt][1] *= alpha[0];
+            o[dt][2] *= alpha[1], o[dt][3] *= alpha[1];
+        }
+    }
+    // The weights as 16-bit A fragments of P V.
+    static __device__ __forceinline__ void pack_p(const float (&s)[kNT][4], uint32_t (&pf)[kBlockN / 16][4]) {
+#pragma unroll
+        for (int c = 0; c < kBlockN / 16; c++) {
+            pf[c][0] = M::pack(s[2 * c][0], s[2 * c][1]);
+            pf[c][1] = M::pack(s[2 * c][2], s[2 * c][3]);
+            pf[c][2] = M::pack(s[2 * c + 1][0], s[2 * c + 1][1]);
+            pf[c][3] = M::pack(s[2 * c + 1][2], s[2 * c + 1][3]);
+        }
+    }
+    // Finish as the sm_80 kernel does: row sums across the quad, O / l into
+    // gO (the (batch, head)'s rows), lse.
+    static __device__ __forceinline__ void store(const Params &p, int bh, int row0, int t, T *gO,
+                                                 const float (&o)[kDT][4], const float (&m_run)[2],
+                                                 const float (&l_run)[2]) {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float l = l_run[r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const int i = row0 + 8 * r;
+            const float inv = l > 0.f ? (kDropout ? p.drop_rescale : 1.f) / l : 0.f;
+            if (i < p.Sq) {
+                T *orow = gO + (int64_t)i * p.o_ss;
+#pragma unroll
+                for (int dt = 0; dt < kDT; dt++) {
+                    const int col = dt * 8 + 2 * t;
+                    if (col < p.d)
+                        *reinterpret_cast<uint32_t *>(orow + col) =
+                            M::pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+                }
+                if (p.lse && t == 0)
+                    p.lse[(int64_t)bh * p.Sq + i] =
+                        l > 0.f ? (m_run[r] * p.scale_log2 + log2f(l)) / kLog2e : -INFINITY;
+            }
+        }
+    }
+};
+
 template <int KD, typename T, bool kDropout, class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_kernel(const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using M = MmaType<T>;
-    using W = kk_wgmma::Wgmma<T, C::kBlockN>;
-    using WO = kk_wgmma::Wgmma<T, KD>;
     constexpr int kBlockM = C::kBlockM, kBlockN = C::kBlockN, kStages = C::kStages;
     constexpr int kNT = kBlockN / 8, kDT = KD / 8;
     static_assert(KD == 64 || KD == 128, "the Hopper kernel takes head dims 64 and 128");
@@ -146,68 +247,20 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
                                             p.v_ss, kBlockN, p.Sk - n0, p.d, tid);
     };
     constexpr int kGroups = C::kSplitKV ? 2 : 1; // cp.async groups per block
-    // S = Q K^T of block blk, issued (not waited): KD / 16 steps, a step is
-    // 32 bytes into a 128-byte row; the first overwrites S.
+    using R = HopperRows<KD, T, kBlockM, kBlockN, kDropout>;
     auto issue_qk = [&](int blk, float(&s)[kNT][4]) {
-        float(&s_flat)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(s);
-        const T *sKs = sK + (blk % kStages) * kBlockN * KD;
-#pragma unroll
-        for (int ks = 0; ks < KD / 16; ks++) {
-            const uint64_t da =
-                sw128_desc(sQ + (ks / 4) * kBlockM * 64 + wg * 64 * 64 + (ks % 4) * 16, 16, 1024);
-            const uint64_t db = sw128_desc(sKs + (ks / 4) * kBlockN * 64 + (ks % 4) * 16, 16, 1024);
-            W::template ss<0>(s_flat, da, db, ks > 0);
-        }
+        R::issue_qk(sQ, sK + (blk % kStages) * kBlockN * KD, wg, s);
     };
-    // O += P V of block blk, issued: k16 chunk c of P is n8 tiles 2c, 2c + 1 of
-    // S; V's chunk c starts 16 rows (2048 bytes) further; N-major, 64-column
-    // blocks kBlockN * 128 bytes apart (the leading offset), 8-row groups 1024.
     auto issue_pv = [&](int blk, const uint32_t(&pf)[kBlockN / 16][4]) {
-        const T *sVs = sV + (blk % kStages) * kBlockN * KD;
-#pragma unroll
-        for (int c = 0; c < kBlockN / 16; c++)
-            WO::template rs<1>(o_flat, pf[c], sw128_desc(sVs + c * 16 * 64, kBlockN * 128, 1024), 1);
+        R::issue_pv(sV + (blk % kStages) * kBlockN * KD, pf, o);
     };
-    // Mask (only blocks that cross some row's range or the end of the keys),
-    // online softmax, dropout; returns O's rescale factors in alpha.
     auto softmax = [&](int blk, float(&s)[kNT][4], float(&alpha)[2]) {
         const int n0 = n_begin + blk * kBlockN;
         const bool full = lo_last <= n0 && hi_first >= n0 + kBlockN - 1 && n0 + kBlockN <= p.Sk;
-        if (!full) {
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                int lo, hi;
-                key_range(p, row0 + 8 * r, lo, hi);
-#pragma unroll
-                for (int nt = 0; nt < kNT; nt++)
-#pragma unroll
-                    for (int c = 0; c < 2; c++) {
-                        const int j = n0 + nt * 8 + 2 * t + c;
-                        if (j < lo || j > hi) s[nt][2 * r + c] = -INFINITY;
-                    }
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-            alpha[r] = softmax_row_alpha(s, r, m_run[r], l_run[r], p.scale_log2);
-        if constexpr (kDropout) dropout_rows(s, p, (uint32_t)bh, (uint32_t)bh, row0, row0 + 8, n0, t);
+        R::softmax(p, bh, row0, t, n0, full, s, m_run, l_run, alpha);
     };
-    auto rescale_o = [&](const float(&alpha)[2]) {
-#pragma unroll
-        for (int dt = 0; dt < kDT; dt++) {
-            o[dt][0] *= alpha[0], o[dt][1] *= alpha[0];
-            o[dt][2] *= alpha[1], o[dt][3] *= alpha[1];
-        }
-    };
-    auto pack_p = [&](const float(&s)[kNT][4], uint32_t(&pf)[kBlockN / 16][4]) {
-#pragma unroll
-        for (int c = 0; c < kBlockN / 16; c++) {
-            pf[c][0] = M::pack(s[2 * c][0], s[2 * c][1]);
-            pf[c][1] = M::pack(s[2 * c][2], s[2 * c][3]);
-            pf[c][2] = M::pack(s[2 * c + 1][0], s[2 * c + 1][1]);
-            pf[c][3] = M::pack(s[2 * c + 1][2], s[2 * c + 1][3]);
-        }
-    };
+    auto rescale_o = [&](const float(&alpha)[2]) { R::rescale_o(o, alpha); };
+    auto pack_p = [&](const float(&s)[kNT][4], uint32_t(&pf)[kBlockN / 16][4]) { R::pack_p(s, pf); };
 
     if (n_blocks > 0) {
         load_tile_sw128<KD, T, C::kThreads>(sQ, gQ, p.q_ss, kBlockM, p.Sq - q0, p.d, tid);
@@ -304,28 +357,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
         fence_regs(o_flat);
     }
 
-    // Finish as the sm_80 kernel does: row sums across the quad, O / l, lse.
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float l = l_run[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int i = row0 + 8 * r;
-        const float inv = l > 0.f ? (kDropout ? p.drop_rescale : 1.f) / l : 0.f;
-        if (i < p.Sq) {
-            T *orow = gO + (int64_t)i * p.o_ss;
-#pragma unroll
-            for (int dt = 0; dt < kDT; dt++) {
-                const int col = dt * 8 + 2 * t;
-                if (col < p.d)
-                    *reinterpret_cast<uint32_t *>(orow + col) =
-                        M::pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-            }
-            if (p.lse && t == 0)
-                p.lse[(int64_t)bh * p.Sq + i] =
-                    l > 0.f ? (m_run[r] * p.scale_log2 + log2f(l)) / kLog2e : -INFINITY;
-        }
-    }
+    R::store(p, bh, row0, t, gO, o, m_run, l_run);
 #endif
 }
 
