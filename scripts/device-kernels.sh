@@ -3,13 +3,17 @@
 # tests, the float64-oracle checks, the benchmarks side by side with PyTorch
 # (same run), compute-sanitizer. Run from an export (scripts/export-gpu-tree.sh):
 #   cd .gpu-tree && bash scripts/device-kernels.sh
-# Results (kernelkit.bench/1) go to $OUT (the device tool's folder) or /tmp/kk-out;
-# logs into $OUT/kernels-logs.tgz.
+# PART=checks (build, tests, checks, compute-sanitizer) or PART=bench (build,
+# benchmarks) splits it into two calls of the device tool's 10 minutes.
+# Results (kernelkit.bench/1 JSON, the report) come back in
+# $OUT/kernels-results.tgz (the device tool returns at most 8 files), logs in
+# $OUT/kernels-logs.tgz ($OUT: the device tool's folder, else /tmp/kk-out).
 set -uo pipefail
-export RESULTS=${OUT:-/tmp/kk-out}
+out=${OUT:-/tmp/kk-out}
+export RESULTS=/tmp/kk-results
 LOGS=/tmp/kk-kernels
-mkdir -p "$RESULTS" "$LOGS"
-trap 'tar czf "$RESULTS/kernels-logs.tgz" -C /tmp kk-kernels' EXIT
+mkdir -p "$out" "$RESULTS" "$LOGS"
+trap 'tar czf "$out/kernels-logs.tgz" -C /tmp kk-kernels; tar czf "$out/kernels-results.tgz" -C /tmp kk-results' EXIT
 deps=$PWD/.deps
 export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
 ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
@@ -31,6 +35,8 @@ echo "== ceilings"
 $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1; tail -7 "$LOGS/calibrate.txt"
 cp "${XDG_CACHE_HOME:-$HOME/.cache}"/kernelkit/ceilings-*.json "$RESULTS/" 2>/dev/null
 
+part=${PART:-all}
+if [ $part != bench ]; then
 echo "== GPU tests (fresh seeds)"
 for t in test_cuda_nvfp4_gemv test_cuda_attention; do
   ./$b/tests/$t > "$LOGS/$t.txt" 2>&1; echo "$t: exit $? $(grep -E 'seed|PASSED|FAILED' "$LOGS/$t.txt" | tr '\n' ' ' | cut -c1-200)"
@@ -49,6 +55,8 @@ echo "nvfp4_gemv correctness+performance, gpumode inputs: $(tail -1 "$LOGS/check
 timeout 100 $k check --op attention --device cuda:0 --suite attention-fuzz27 --max-ref-gflop 100 > "$LOGS/check-fuzz27.txt" 2>&1
 echo "attention-fuzz27: $(tail -1 "$LOGS/check-fuzz27.txt")"
 
+fi # checks
+if [ $part != checks ]; then
 echo "== nvfp4_gemv: variants (cold), then the default beside PyTorch"
 for v in ${NVFP4_VARIANTS:-0}; do
   KK_NVFP4_GEMV_VARIANT=$v $k bench --device cuda:0 --suite nvfp4_gemv --cold \
@@ -64,11 +72,18 @@ for suite in attention attention-decode; do
   (cd bench && timeout 150 python3 compare_torch_attention.py suites/$suite.json /tmp/$suite-samples.json) > "$LOGS/torch-$suite.txt" 2>&1
   $k bench --device cuda:0 --import /tmp/$suite-samples.json -o "$RESULTS/$suite-torch.json" > /dev/null 2>&1
 done
+# Decode again with the clean flush (a read sweep: no dirty lines written
+# back during the kernel), KernelKit and PyTorch alike.
+$k bench --device cuda:0 --suite attention-decode --flush read -o "$RESULTS/attention-decode-flush-read-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//; s/^/read flush: /'
+(cd bench && KK_BENCH_FLUSH=read timeout 150 python3 compare_torch_attention.py suites/attention-decode.json /tmp/decode-read-samples.json) > "$LOGS/torch-decode-read.txt" 2>&1
+$k bench --device cuda:0 --import /tmp/decode-read-samples.json -o "$RESULTS/attention-decode-flush-read-torch.json" > /dev/null 2>&1
 KK_ATTN_KERNEL=sm80 $k bench --device cuda:0 --suite attention --quick -o "$LOGS/attention-sm80.json" > /dev/null 2>&1
 $k bench --device cuda:0 --suite attention-varlen -o "$RESULTS/attention-varlen-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//'
 $k report "$RESULTS"/nvfp4_gemv-*.json "$RESULTS"/attention-kernelkit.json "$RESULTS"/attention-torch.json \
   "$RESULTS"/attention-decode-*.json --output "$RESULTS/kernels-report.md" > /dev/null 2>&1
 
+fi # bench
+if [ $part != bench ]; then
 echo "== compute-sanitizer (quick test variants; decode through the correctness suite)"
 for tool in memcheck racecheck; do for t in test_cuda_attention test_cuda_nvfp4_gemv; do
   KK_TEST_QUICK=1 timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 ./$b/tests/$t > "$LOGS/san-$tool-$t.txt" 2>&1
@@ -77,3 +92,4 @@ done
   timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op attention --device cuda:0 --suite correctness --dtype bf16 > "$LOGS/san-$tool-check.txt" 2>&1
   echo "$tool attention correctness (decode, hopper, sm80): exit $? $(tail -1 "$LOGS/san-$tool-check.txt")"
 done
+fi # checks
