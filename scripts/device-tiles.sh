@@ -76,7 +76,7 @@ for t in ${CHECK_TILES:-}; do
 done
 
 echo "== compute-sanitizer (attention smoke + correctness, bf16)"
-for tool in memcheck racecheck; do for t in ${SAN_TILES:-}; do
+for tool in memcheck racecheck synccheck; do for t in ${SAN_TILES:-}; do
   use $t
   timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op attention --device cuda:0 --suite smoke,correctness --dtype bf16 --max-ref-gflop 2 > "$L/san-$tool-$t.txt" 2>&1
   echo "$tool $t: exit $? $(tail -1 "$L/san-$tool-$t.txt")"

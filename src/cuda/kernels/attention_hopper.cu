@@ -118,6 +118,11 @@ cudaError_t launch_tuned(const Params &p, cudaStream_t stream, const char *v) {
     if (!strcmp(v, "ws,2,64,4")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 4>>(p, stream);
     if (!strcmp(v, "ws,3,128,2")) return launch_ws<KD, T, kDropout, HopperWsTiles<3, 128, 2>>(p, stream);
     if (!strcmp(v, "ws,3,64,3")) return launch_ws<KD, T, kDropout, HopperWsTiles<3, 64, 3>>(p, stream);
+    // ws,CW,BN,ST,pp: with ping-pong between the consumer warpgroups.
+    if (!strcmp(v, "ws,3,64,3,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<3, 64, 3, true>>(p, stream);
+    if (!strcmp(v, "ws,2,64,4,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 4, true>>(p, stream);
+    if (!strcmp(v, "ws,2,128,3,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 3, true>>(p, stream);
+    if (!strcmp(v, "ws,2,128,2,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 2, true>>(p, stream);
     return cudaErrorInvalidValue;
 }
 #endif
@@ -131,24 +136,24 @@ cudaError_t launch_dim(const Params &p, int kd, cudaStream_t stream) {
         if (e != cudaErrorNotSupported) return e; // else tensors the tensor maps refuse
     }
 #endif
-    // Measured on an H100 (docs/kernels/attention.md, "version 4"): the
-    // warp-specialized kernel with three consumer warpgroups and 64-key
-    // blocks, except short causal rows: at head dim 64 the cp.async kernel
-    // (two CTAs per SM overlap their short lives), at 128 two consumer
-    // warpgroups (128-row tiles waste less of the diagonal). The cp.async
-    // kernels also take the tensors the tensor maps refuse.
-    const bool short_causal = p.causal && p.Sq <= 1024;
+    // Measured on an H100 (docs/kernels/attention.md, "version 4"): two
+    // consumer warpgroups taking turns (ping-pong) on 128-key blocks, 3
+    // stages; at head dim 64 with long keys three consumer warpgroups on
+    // 64-key blocks, and with short causal rows the cp.async kernel (two CTAs
+    // per SM overlap their short lives). The cp.async kernels also take the
+    // tensors the tensor maps refuse.
+    using WsPingPong = HopperWsTiles<2, 128, 3, true>;
     cudaError_t e = cudaErrorNotSupported;
     if (kd == 64) {
-        if (!short_causal) e = launch_ws<64, T, kDropout, HopperWsTiles<3, 64, 3>>(p, stream);
+        if (p.causal && p.Sq <= 1024) return launch<64, T, kDropout, HopperTiles64>(p, stream);
+        e = p.Sk <= 2048 ? launch_ws<64, T, kDropout, WsPingPong>(p, stream)
+                         : launch_ws<64, T, kDropout, HopperWsTiles<3, 64, 3>>(p, stream);
         return e != cudaErrorNotSupported ? e : launch<64, T, kDropout, HopperTiles64>(p, stream);
     }
-    if (short_causal) {
-        e = launch_ws<128, T, kDropout, HopperWsTiles<2, 64, 4>>(p, stream);
-        return e != cudaErrorNotSupported ? e : launch<128, T, kDropout, HopperTiles128Short>(p, stream);
-    }
-    e = launch_ws<128, T, kDropout, HopperWsTiles<3, 64, 3>>(p, stream);
-    return e != cudaErrorNotSupported ? e : launch<128, T, kDropout, HopperTiles128>(p, stream);
+    e = launch_ws<128, T, kDropout, WsPingPong>(p, stream);
+    if (e != cudaErrorNotSupported) return e;
+    return p.causal && p.Sq <= 1024 ? launch<128, T, kDropout, HopperTiles128Short>(p, stream)
+                                    : launch<128, T, kDropout, HopperTiles128>(p, stream);
 }
 
 } // namespace

@@ -23,8 +23,11 @@
 
 namespace kk_attn {
 
-template <int CW, int BN, int ST> struct HopperWsTiles {
+template <int CW, int BN, int ST, bool PP = false> struct HopperWsTiles {
     static constexpr int kConsumers = CW; // consumer warpgroups
+    // Ping-pong: the consumer warpgroups issue their GEMMs in turn (named
+    // barriers), so that one's softmax runs under the others' GEMMs.
+    static constexpr bool kPingPong = PP;
     static constexpr int kBlockM = 64 * CW;
     static constexpr int kBlockN = BN;
     static constexpr int kStages = ST;
@@ -129,6 +132,18 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         R::softmax(p, bh, row0, t, n0, full_block, s, m_run, l_run, alpha);
     };
     auto wait_full = [&](int blk) { kk_tma::mbar_wait(&full[blk % kStages], (blk / kStages) & 1); };
+    // Ping-pong turns: warpgroup cw waits on barrier 1 + cw before issuing,
+    // then hands the turn to the next (bar.arrive, 256 = its 128 threads and
+    // the waiter's). The last warpgroup's final hand-over would have no
+    // taker: it is left out, so every barrier's arrivals match its waits.
+    auto turn_wait = [&]() {
+        if constexpr (C::kPingPong) kk_tma::named_bar_sync<256>(1 + cw);
+    };
+    auto turn_pass = [&](bool last) {
+        if constexpr (C::kPingPong)
+            if (!(last && cw == C::kConsumers - 1))
+                kk_tma::named_bar_arrive<256>(1 + (cw + 1) % C::kConsumers);
+    };
     auto release = [&](int blk) { // this warp is done with the block's stage
         __syncwarp();
         if (lane == 0) kk_tma::mbar_arrive(&empty[blk % kStages]);
@@ -139,13 +154,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         // together, S waited for, its softmax, P V waited for (the stage of
         // block it handed back), O rescaled, P repacked; P V of the last.
         uint32_t pf[kBlockN / 16][4];
+        if constexpr (C::kPingPong)
+            if (cw == C::kConsumers - 1) kk_tma::named_bar_arrive<256>(1); // warpgroup 0 first
         kk_tma::mbar_wait(q_full, 0);
         {
             wait_full(0);
             float s[kNT][4], alpha[2];
+            turn_wait();
             kk_wgmma::wgmma_fence();
             R::issue_qk(sQ, sK, cw, s);
             kk_wgmma::wgmma_commit();
+            turn_pass(false);
             kk_wgmma::wgmma_wait<0>();
             fence_regs(reinterpret_cast<float(&)[kNT * 4]>(s));
             softmax(0, s, alpha); // O is zero: no rescale
@@ -154,11 +173,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         for (int it = 0; it < n_blocks - 1; it++) {
             wait_full(it + 1);
             float s[kNT][4], alpha[2];
+            turn_wait();
             kk_wgmma::wgmma_fence();
             R::issue_qk(sQ, sK + ((it + 1) % kStages) * kBlockN * KD, cw, s);
             kk_wgmma::wgmma_commit();
             R::issue_pv(sV + (it % kStages) * kBlockN * KD, pf, o);
             kk_wgmma::wgmma_commit();
+            turn_pass(false);
             kk_wgmma::wgmma_wait<1>(); // S (the older group)
             fence_regs(reinterpret_cast<float(&)[kNT * 4]>(s));
             softmax(it + 1, s, alpha);
@@ -168,9 +189,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
             R::rescale_o(o, alpha);
             R::pack_p(s, pf);
         }
+        turn_wait();
         kk_wgmma::wgmma_fence();
         R::issue_pv(sV + ((n_blocks - 1) % kStages) * kBlockN * KD, pf, o);
         kk_wgmma::wgmma_commit();
+        turn_pass(true);
         kk_wgmma::wgmma_wait<0>();
         fence_regs(reinterpret_cast<float(&)[kDT * 4]>(o));
     }

@@ -62,6 +62,15 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *tensor_map, u
                  : "memory");
 }
 
+// Named barrier `id` (1-15; 0 is __syncthreads) of `count` threads: sync
+// waits for the count, arrive adds to it without waiting.
+template <int kCount> __device__ __forceinline__ void named_bar_sync(int id) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kCount) : "memory");
+}
+template <int kCount> __device__ __forceinline__ void named_bar_arrive(int id) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(kCount) : "memory");
+}
+
 // Registers per thread of the executing warpgroup: fewer for a producer, more
 // for the consumers (every warp of the warpgroup executes it).
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
