@@ -139,4 +139,41 @@ template <int V> HD uint16_t finish(const gemv_args &g, float sum, float gscale)
 #endif
 }
 
+// The tail every kernel shares. reduce_rows: the warp's row sums across its
+// lanes (butterfly), then, with K split over g.split warps, the slices added
+// through shared memory `part` in slice order (one __syncthreads, reached by
+// every thread); false for the warps of slices 1.. (slice 0 stores).
+template <int R>
+__device__ __forceinline__ bool reduce_rows(const gemv_args &g, float (&acc)[R], float (*part)[R],
+                                            uint32_t warp, uint32_t s, uint32_t lane) {
+UNROLL
+    for (int i = 0; i < R; i++)
+UNROLL
+        for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
+    if (g.split > 1) {
+        if (lane == 0)
+UNROLL
+            for (int i = 0; i < R; i++) part[warp][i] = acc[i];
+        __syncthreads();
+        if (s != 0) return false;
+UNROLL
+        for (int i = 0; i < R; i++) {
+            float sum = 0.0f;
+            for (int w = 0; w < g.split; w++) sum += part[warp + w][i];
+            acc[i] = sum;
+        }
+    }
+    return true;
+}
+
+// Lane i stores row i of the unit (rows past M are not stored).
+template <int V, int R>
+__device__ __forceinline__ void store_rows(const gemv_args &g, const unit_rows<R> &q, const float (&acc)[R],
+                                           uint32_t lane) {
+    const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
+UNROLL
+    for (int i = 0; i < R; i++)
+        if (lane == (uint32_t)i && q.valid[i]) g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<V>(g, acc[i], gscale);
+}
+
 } // namespace

@@ -169,29 +169,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks<R>()) nvfp4_gemv_kerne
     const unit_rows<R> q = locate<R>(g, (int64_t)blockIdx.x * (kWarps / g.split) + warp / g.split);
     float acc[kRows];
     lane_sums<V, R>(g, q, s, lane, acc);
-UNROLL
-    for (int i = 0; i < kRows; i++)
-UNROLL
-        for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
-
-    if (g.split > 1) { // add the slices of K through shared memory, in slice order
-        if (lane == 0)
-UNROLL
-            for (int i = 0; i < kRows; i++) partial[warp][i] = acc[i];
-        __syncthreads();
-        if (s != 0) return;
-UNROLL
-        for (int i = 0; i < kRows; i++) {
-            float sum = 0.0f;
-            for (int w = 0; w < g.split; w++) sum += partial[warp + w][i];
-            acc[i] = sum;
-        }
-    }
-    const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
-UNROLL
-    for (int i = 0; i < kRows; i++)
-        if (lane == (uint32_t)i && q.valid[i])
-            g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<V>(g, acc[i], gscale);
+    if (reduce_rows<R>(g, acc, partial, warp, s, lane)) store_rows<V, R>(g, q, acc, lane);
 }
 
 } // namespace

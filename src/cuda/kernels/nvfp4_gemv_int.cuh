@@ -249,29 +249,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks2<R>()) nvfp4_gemv_kern
                                  nch, bsm};
     float acc[kRows];
     lane_sums2<R>(g, q, s, lane, acc, bsm, pro);
-UNROLL
-    for (int i = 0; i < kRows; i++)
-UNROLL
-        for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
-
-    if (g.split > 1) {
-        if (lane == 0)
-UNROLL
-            for (int i = 0; i < kRows; i++) partial[warp][i] = acc[i];
-        __syncthreads();
-        if (s != 0) return;
-UNROLL
-        for (int i = 0; i < kRows; i++) {
-            float sum = 0.0f;
-            for (int w = 0; w < g.split; w++) sum += partial[warp + w][i];
-            acc[i] = sum;
-        }
-    }
-    const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
-UNROLL
-    for (int i = 0; i < kRows; i++)
-        if (lane == (uint32_t)i && q.valid[i])
-            g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<2>(g, acc[i], gscale);
+    if (reduce_rows<R>(g, acc, partial, warp, s, lane)) store_rows<2, R>(g, q, acc, lane);
 }
 
 // ---- variant 4: variant 2 with persistent CTAs ----
@@ -344,30 +322,7 @@ UNROLL
             p = lane_start<R>(g, unit_at<R>(g, l, u), cstart < chunks ? cstart : 0, stride);
             if (cstart < chunks) load_step2<R>(p, cstart, stride, chunks, av, sav);
         }
-UNROLL
-        for (int i = 0; i < kRows; i++)
-UNROLL
-            for (int off = 16; off > 0; off >>= 1)
-                acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
-        if (g.split > 1) {
-            float(*part)[kRows] = partial[left & 1];
-            if (lane == 0)
-UNROLL
-                for (int i = 0; i < kRows; i++) part[warp][i] = acc[i];
-            __syncthreads();
-            if (s != 0) continue;
-UNROLL
-            for (int i = 0; i < kRows; i++) {
-                float sum = 0.0f;
-                for (int w = 0; w < g.split; w++) sum += part[warp + w][i];
-                acc[i] = sum;
-            }
-        }
-        const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
-UNROLL
-        for (int i = 0; i < kRows; i++)
-            if (lane == (uint32_t)i && q.valid[i])
-                g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<2>(g, acc[i], gscale);
+        if (reduce_rows<R>(g, acc, partial[left & 1], warp, s, lane)) store_rows<2, R>(g, q, acc, lane);
     }
 }
 
