@@ -6,8 +6,9 @@
 // one (every consumer warp arrives when it is done with the stage). The
 // consumer warpgroups (64 query rows each, registers raised) run
 // attention_hopper.cuh's arithmetic (HopperRows) with the softmax of block
-// j + 1 overlapped with P V of block j, never waiting for one another: no
-// __syncthreads and no address arithmetic in their loop.
+// j + 1 overlapped with P V of block j: no __syncthreads and no address
+// arithmetic in their loop. With ping-pong they take turns issuing their
+// GEMMs (named barriers), so that one's softmax runs under the other's GEMMs.
 //
 // The tensor maps (attention_hopper.cu) describe Q, K, V as 4-D tensors
 // [B][H][S][d] with their strides and the 128-byte swizzle: a box is 64
