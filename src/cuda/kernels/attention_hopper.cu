@@ -1,5 +1,7 @@
-// Launch of the Hopper attention kernel (attention_hopper.cuh): the device
-// check that picks it, the shared-memory opt-in, the grid.
+// Launch of the Hopper attention kernels (attention_hopper_ws.cuh, the
+// warp-specialized one; attention_hopper.cuh, the cp.async one): the device
+// check that picks them, the choice between them and their tiles, the tensor
+// maps, the shared-memory opt-in, the grids.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>

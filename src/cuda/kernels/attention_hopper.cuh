@@ -15,8 +15,8 @@
 // stored with the 128-byte swizzle wgmma reads: a 64-column block of a tile is
 // rows of 128 bytes whose 16-byte chunk c sits at c ^ (row % 8); blocks of 64
 // columns follow each other. The warpgroups of a CTA take turns on the tensor
-// cores and the exponentials without explicit scheduling (no producer
-// warpgroup, no ping-pong yet: docs/kernels/attention.md).
+// cores and the exponentials without explicit scheduling (the producer
+// warpgroup and ping-pong are attention_hopper_ws.cuh's).
 //
 // Compiled only for sm_90a (wgmma); elsewhere the kernel is empty and the
 // launcher never picks it (attention_hopper.cu checks the device and the
