@@ -91,6 +91,25 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// The key blocks the query rows [q0, q0 + kBlockM) may see: n_blocks blocks of
+// kBlockN keys from n_begin (the mask's range of the first and last row).
+template <int kBlockM, int kBlockN> struct HopperKeyBlocks {
+    int n_begin, n_blocks;
+    int lo_last, hi_first; // the last row's first key, the first row's last key
+    __device__ __forceinline__ HopperKeyBlocks(const Params &p, int q0) {
+        int lo_first, hi_last;
+        key_range(p, q0, lo_first, hi_first);
+        key_range(p, min(q0 + kBlockM, p.Sq) - 1, lo_last, hi_last);
+        n_begin = max(lo_first, 0) / kBlockN * kBlockN;
+        const int n_end = min(hi_last, p.Sk - 1);
+        n_blocks = n_begin <= n_end ? (n_end - n_begin) / kBlockN + 1 : 0;
+    }
+    // Every row sees every key of the block from n0: no mask needed.
+    __device__ __forceinline__ bool full(const Params &p, int n0) const {
+        return lo_last <= n0 && hi_first >= n0 + kBlockN - 1 && n0 + kBlockN <= p.Sk;
+    }
+};
+
 // The arithmetic of one warpgroup's 64 query rows over a key block, shared
 // by the Hopper kernels (this one and the warp-specialized one of
 // attention_hopper_ws.cuh). Q is a tile of kBlockM rows, K and V blocks of
@@ -221,13 +240,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
     const T *gV = static_cast<const T *>(p.v) + b * p.v_bs + hk * p.v_hs;
     T *gO = static_cast<T *>(p.o) + b * p.o_bs + h * p.o_hs;
 
-    const int q_last = min(q0 + kBlockM, p.Sq) - 1;
-    int lo_first, hi_first, lo_last, hi_last;
-    key_range(p, q0, lo_first, hi_first);
-    key_range(p, q_last, lo_last, hi_last);
-    const int n_begin = max(lo_first, 0) / kBlockN * kBlockN;
-    const int n_end = min(hi_last, p.Sk - 1);
-    const int n_blocks = n_begin <= n_end ? (n_end - n_begin) / kBlockN + 1 : 0;
+    const HopperKeyBlocks<kBlockM, kBlockN> keys(p, q0);
+    const int n_begin = keys.n_begin, n_blocks = keys.n_blocks;
 
     const int row0 = q0 + wg * 64 + warp * 16 + g; // and row0 + 8
     float o[kDT][4];
@@ -256,8 +270,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
     };
     auto softmax = [&](int blk, float(&s)[kNT][4], float(&alpha)[2]) {
         const int n0 = n_begin + blk * kBlockN;
-        const bool full = lo_last <= n0 && hi_first >= n0 + kBlockN - 1 && n0 + kBlockN <= p.Sk;
-        R::softmax(p, bh, row0, t, n0, full, s, m_run, l_run, alpha);
+        R::softmax(p, bh, row0, t, n0, keys.full(p, n0), s, m_run, l_run, alpha);
     };
     auto rescale_o = [&](const float(&alpha)[2]) { R::rescale_o(o, alpha); };
     auto pack_p = [&](const float(&s)[kNT][4], uint32_t(&pf)[kBlockN / 16][4]) { R::pack_p(s, pf); };

@@ -73,13 +73,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const int q0 = m_block * kBlockM;
     const int tid = threadIdx.x, wg = tid / 128;
 
-    const int q_last = min(q0 + kBlockM, p.Sq) - 1;
-    int lo_first, hi_first, lo_last, hi_last;
-    key_range(p, q0, lo_first, hi_first);
-    key_range(p, q_last, lo_last, hi_last);
-    const int n_begin = max(lo_first, 0) / kBlockN * kBlockN;
-    const int n_end = min(hi_last, p.Sk - 1);
-    const int n_blocks = n_begin <= n_end ? (n_end - n_begin) / kBlockN + 1 : 0;
+    const HopperKeyBlocks<kBlockM, kBlockN> keys(p, q0);
+    const int n_begin = keys.n_begin, n_blocks = keys.n_blocks;
 
     if (tid == 0) {
         for (int s = 0; s < kStages; s++) {
@@ -129,8 +124,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
     auto softmax = [&](int blk, float(&s)[kNT][4], float(&alpha)[2]) {
         const int n0 = n_begin + blk * kBlockN;
-        const bool full_block = lo_last <= n0 && hi_first >= n0 + kBlockN - 1 && n0 + kBlockN <= p.Sk;
-        R::softmax(p, bh, row0, t, n0, full_block, s, m_run, l_run, alpha);
+        R::softmax(p, bh, row0, t, n0, keys.full(p, n0), s, m_run, l_run, alpha);
     };
     auto wait_full = [&](int blk) { kk_tma::mbar_wait(&full[blk % kStages], (blk / kStages) & 1); };
     // Ping-pong turns: warpgroup cw waits on barrier 1 + cw before issuing,
