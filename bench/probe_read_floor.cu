@@ -60,12 +60,21 @@ int main(int argc, char **argv) {
         return 2;
     }
     const bool write_flush = !strcmp(argv[1], "write");
+    size_t max_bytes = 0;
+    for (int a = 2; a < argc; a++) {
+        char *end = nullptr;
+        const unsigned long long b = strtoull(argv[a], &end, 10);
+        if (end == argv[a] || *end || b < 16) {
+            fprintf(stderr, "%s: BYTES = '%s': expected a whole number of bytes, at least 16\n", argv[0],
+                    argv[a]);
+            return 2;
+        }
+        max_bytes = std::max(max_bytes, (size_t)b);
+    }
     int dev = 0, sms = 0, l2 = 0;
     CHECK(cudaGetDevice(&dev));
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    size_t max_bytes = 0;
-    for (int a = 2; a < argc; a++) max_bytes = std::max(max_bytes, (size_t)strtoull(argv[a], 0, 10));
     const size_t flush_bytes = write_flush ? (size_t)l2 : 2 * (size_t)l2;
     void *buf = nullptr, *flush = nullptr;
     unsigned *sink = nullptr;
