@@ -52,6 +52,12 @@ check flush-compare  0 "L2 flush modes differ for 1 cold benchmark" -- bash -c "
 check bad-flush      2 "bad --flush: 'erase' \\(expected write or read\\)" -- "$cli" bench --device cpu --op convert --flush erase
 check no-flush-value 2 "option '--flush' needs a value" -- "$cli" bench --device cpu --op convert --flush
 check import-flush-opt 2 "--import takes no --flush" -- "$cli" bench --device cpu --import "$tmp/raw.json" --flush read -o "$tmp/x.json"
+check flush-bytes    0 '"flush_bytes":[[:space:]]+3145728,' -- bash -c "'$cli' bench --device cpu --op convert --params n=1000 --cold --flush-bytes 3M --time-budget 0.2 -o '$tmp/fb.json' >/dev/null && cat '$tmp/fb.json'"
+check flush-bytes-plain 0 '"flush_bytes":[[:space:]]+70000,' -- bash -c "'$cli' bench --device cpu --op convert --params n=1000 --cold --flush-bytes 70000 --time-budget 0.2 -o '$tmp/fb2.json' >/dev/null && cat '$tmp/fb2.json'"
+for bad in 0 -5 12Q 2T 1025G x; do
+  check "bad-flush-bytes-$bad" 2 "bad --flush-bytes: '$bad' \\(expected bytes from 1 to 2\\^40" -- "$cli" bench --device cpu --op convert --cold --flush-bytes "$bad"
+done
+check flush-bytes-hot 2 "--flush-bytes needs --cold" -- "$cli" bench --device cpu --op convert --flush-bytes 1M
 printf '{"benchmarks": [{"name": "anchor/torch/convert", "op": "convert", "params": "n=1000 src=f32 dst=bf16", "implementation": "torch_x", "samples": [1e-6, 1.2e-6], "cold": true, "flush": "read"}]}' >"$tmp/raw5.json"
 check import-flush   0 '"flush_mode":[[:space:]]+"read"' -- bash -c "'$cli' bench --device cpu --import '$tmp/raw5.json' -o '$tmp/anchor5.json' >/dev/null && cat '$tmp/anchor5.json'"
 check import-flush-pair 0 "vs .torch_x. \\(L2 flush write vs read\\)" -- bash -c "'$cli' report '$tmp/write.json' '$tmp/anchor5.json' --output '$tmp/pair5.md' >/dev/null && cat '$tmp/pair5.md'"

@@ -5,7 +5,8 @@
  * be reached and on max_samples, batches tiny work, flushes caches when asked,
  * pins and unpins the thread, passes callback errors through and names bad
  * options. Timings here check that the sampler measures; they are not speed
- * goals, and their bounds are loose. */
+ * goals, and their bounds are loose. A test that counts samples sets the time
+ * budget out of reach, so a slow or loaded machine cannot cut it short. */
 #include "testutil.h"
 
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/measure_internal.h"
 #include "kernelkit/bench.h"
 
 typedef struct work {
@@ -54,10 +56,22 @@ static kk_bench_options fast(void) {
     return o;
 }
 
+/* For tests that assert a sample count: neither the budget nor the RSE target
+ * can be what stops, only max_samples. */
+static kk_bench_options counted(size_t samples) {
+    kk_bench_options o = fast();
+    o.time_budget_s = 3600;
+    o.rse_target = 0;
+    o.min_time_s = 0;
+    o.max_samples = o.min_samples = samples;
+    return o;
+}
+
 static void stops_on_rse_target(void **state) {
     (void)state;
     work w = {.iters = 100000};
     kk_bench_options o = fast();
+    o.time_budget_s = 600; /* the RSE target, not the budget, must be what stops */
     o.rse_target = 0.01;
     kk_bench_measurement m;
     kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
@@ -95,11 +109,11 @@ static double median_of(long iters) {
 }
 
 /* 10% more work, about 10% more time: the sampler times the work, not itself.
- * A loaded machine can disturb one pair; three tries. */
+ * A loaded machine can disturb one pair; five tries. */
 static void ten_percent_more_work_is_ten_percent_slower(void **state) {
     (void)state;
     double ratio = 0;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int attempt = 0; attempt < 5; attempt++) {
         double a = median_of(200000), b = median_of(220000);
         ratio = b / a;
         if (ratio > 1.03 && ratio < 1.20) return;
@@ -127,10 +141,7 @@ static void budget_stop_when_target_unreachable(void **state) {
 static void max_samples_stop(void **state) {
     (void)state;
     work w = {.iters = 50000};
-    kk_bench_options o = fast();
-    o.rse_target = 0; /* never on RSE */
-    o.max_samples = 15;
-    o.min_samples = 15;
+    kk_bench_options o = counted(15);
     kk_bench_measurement m;
     kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
     assert_int_equal(m.stop, KK_BENCH_STOP_MAX_SAMPLES);
@@ -176,42 +187,64 @@ static void tiny_work_is_batched(void **state) {
 static void cold_cpu_samples_use_the_llc_sized_flush(void **state) {
     (void)state;
     work w = {.iters = 20000};
-    kk_bench_options o = fast();
+    kk_bench_options o = counted(10);
     o.cold = 1;
-    o.min_time_s = 0;
-    o.max_samples = o.min_samples = 10;
     kk_bench_measurement m;
     kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
     assert_int_equal(m.cold, 1);
-    assert_true(m.flush_bytes >= (1u << 20)); /* 2x the LLC, or 32 MiB */
+    assert_int_equal(m.n, 10);
+    assert_int_equal(m.stop, KK_BENCH_STOP_MAX_SAMPLES);
+    assert_int_equal(m.flush_bytes, kk__bench_cpu_flush_default());
+    assert_true(m.flush_bytes >= (1u << 20) && m.flush_bytes <= KK__BENCH_CPU_FLUSH_CAP);
     assert_int_equal(m.flush_mode, KK_BENCH_FLUSH_WRITE); /* the default */
     assert_int_equal(m.options.flush_mode, KK_BENCH_FLUSH_WRITE);
     kk_bench_measurement_free(&m);
 }
 
-/* The read flush sweeps the same 2x-LLC buffer with loads and is recorded. */
+/* The default flush: twice the LLC, capped, a fallback when sysfs has none. */
+static void cpu_flush_size_follows_the_llc_up_to_the_cap(void **state) {
+    (void)state;
+    const uint64_t mib = 1u << 20;
+    assert_int_equal(kk__bench_cpu_flush_for_llc(32 * mib), 64 * mib);   /* an EPYC CCX */
+    assert_int_equal(kk__bench_cpu_flush_for_llc(105 * mib), 210 * mib); /* a Sapphire Rapids */
+    assert_int_equal(kk__bench_cpu_flush_for_llc(128 * mib), KK__BENCH_CPU_FLUSH_CAP);
+    assert_int_equal(kk__bench_cpu_flush_for_llc(480 * mib), KK__BENCH_CPU_FLUSH_CAP);
+    assert_int_equal(kk__bench_cpu_flush_for_llc(0), KK__BENCH_CPU_FLUSH_FALLBACK);
+    assert_int_equal(kk__bench_cpu_flush_for_llc((uint64_t)1 << 40), KK__BENCH_CPU_FLUSH_FALLBACK);
+    uint64_t d = kk__bench_cpu_flush_default(); /* this machine's */
+    assert_true(d >= mib && d <= KK__BENCH_CPU_FLUSH_CAP);
+}
+
+/* The read flush sweeps the same buffer with loads and is recorded. */
 static void cold_cpu_samples_can_flush_by_reading(void **state) {
     (void)state;
     work w = {.iters = 20000};
-    kk_bench_options o = fast();
+    kk_bench_options o = counted(10);
     o.cold = 1;
     o.flush_mode = KK_BENCH_FLUSH_READ;
-    o.min_time_s = 0;
-    o.max_samples = o.min_samples = 10;
     kk_bench_measurement m;
     kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
     assert_int_equal(m.cold, 1);
-    assert_true(m.flush_bytes >= (1u << 20));
+    assert_int_equal(m.flush_bytes, kk__bench_cpu_flush_default());
     assert_int_equal(m.flush_mode, KK_BENCH_FLUSH_READ);
     assert_int_equal(m.options.flush_mode, KK_BENCH_FLUSH_READ);
     assert_int_equal(m.n, 10);
+    assert_int_equal(m.stop, KK_BENCH_STOP_MAX_SAMPLES);
     for (size_t i = 0; i < m.n; i++) assert_true(m.samples[i] > 0);
     kk_bench_measurement_free(&m);
 
-    /* an odd size (not a multiple of the sweep's word) is fine too */
+    /* an odd size (not a multiple of the sweep's word) is fine too, and a size
+     * above the cap is taken as given */
     o.flush_bytes = (1u << 20) + 13;
     kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
     assert_int_equal(m.flush_bytes, (1u << 20) + 13);
+    assert_int_equal(m.n, 10);
+    kk_bench_measurement_free(&m);
+    o = counted(2);
+    o.cold = 1;
+    o.flush_bytes = KK__BENCH_CPU_FLUSH_CAP + 4096;
+    kk_assert_ok(kk_bench_measure("cpu", busy, &w, &o, &m));
+    assert_int_equal(m.flush_bytes, KK__BENCH_CPU_FLUSH_CAP + 4096);
     kk_bench_measurement_free(&m);
 }
 
@@ -389,6 +422,7 @@ int main(void) {
         cmocka_unit_test(max_samples_stop),
         cmocka_unit_test(tiny_work_is_batched),
         cmocka_unit_test(cold_cpu_samples_use_the_llc_sized_flush),
+        cmocka_unit_test(cpu_flush_size_follows_the_llc_up_to_the_cap),
         cmocka_unit_test(cold_cpu_samples_can_flush_by_reading),
         cmocka_unit_test(pins_and_restores_the_thread),
         cmocka_unit_test(callback_errors_stop_the_measurement),

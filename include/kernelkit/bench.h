@@ -78,7 +78,8 @@ typedef struct kk_bench_options {
                            * and auto batching is off) */
     uint64_t flush_bytes; /* bytes of the flush buffer; 0 = auto (GPU: its L2 size with
                            * KK_BENCH_FLUSH_WRITE, 2x its L2 size with KK_BENCH_FLUSH_READ;
-                           * CPU: 2x the last-level cache, 32 MiB if unknown) */
+                           * CPU: 2x the last-level cache, at most 256 MiB, 32 MiB
+                           * if unknown) */
     int flush_mode;       /* how a cold sample flushes (a kk_bench_flush):
                            * KK_BENCH_FLUSH_WRITE (0, the default) or KK_BENCH_FLUSH_READ */
     double throttle_fraction; /* GPU: drop samples whose SM clock reads under this

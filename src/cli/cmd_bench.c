@@ -3,6 +3,7 @@
  * "kernelkit.bench/1" results file. Exit 0 when something ran, 1 on a
  * measurement error, 2 for a usage error or when nothing could run. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,10 @@ static void bench_help(FILE *out) {
             "                     dirty lines whose write-back is timed) or read (a read\n"
             "                     kernel over 2x the L2: clean lines, nothing to write\n"
             "                     back); on the CPU the same with 2x the last-level cache\n"
+            "                     (at most 256 MiB)\n"
+            "  --flush-bytes N    size of the flush buffer instead of the default, in bytes\n"
+            "                     or with a K, M or G suffix (powers of 1024): e.g. 960M\n"
+            "                     to sweep all of a 480 MiB last-level cache twice\n"
             "  --host-overhead    time kk_op_run's host cost per call instead (checks,\n"
             "                     lookup, device switch; on a GPU also the launch), for\n"
             "                     every op with a kernel on DEVICE or the one --op; goal\n"
@@ -64,6 +69,7 @@ typedef struct opts {
     const char *import;
     int quick, host_overhead, cold;
     int flush_mode, flush_given; /* kk_bench_flush of --flush */
+    uint64_t flush_bytes;        /* --flush-bytes; 0: the device's default */
     double time_budget; /* 0: default */
 } opts;
 
@@ -77,6 +83,22 @@ typedef struct case_list {
     int n;
 } case_list;
 
+/* "4096", "64K", "960M", "1G" (powers of 1024) in bytes, 1 .. 2^40. */
+static int parse_bytes(const char *text, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || errno || text[0] == '-') return -1;
+    int shift = 0;
+    if (*end == 'K') shift = 10;
+    else if (*end == 'M') shift = 20;
+    else if (*end == 'G') shift = 30;
+    if (shift) end++;
+    if (*end || v == 0 || v > (1ull << (40 - shift))) return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 static int parse_options(opts *o, int argc, char **argv) {
     static const struct option long_opts[] = {
         {"device", required_argument, NULL, 'd'}, {"suite", required_argument, NULL, 's'},
@@ -87,6 +109,7 @@ static int parse_options(opts *o, int argc, char **argv) {
         {"import", required_argument, NULL, 'I'},
         {"cold", no_argument, NULL, 'C'},
         {"flush", required_argument, NULL, 'F'},
+        {"flush-bytes", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     *o = (opts){0};
@@ -113,6 +136,13 @@ static int parse_options(opts *o, int argc, char **argv) {
             o->flush_given = 1;
             break;
         }
+        case 'B':
+            if (parse_bytes(optarg, &o->flush_bytes) != 0)
+                return cli_usage_error(CMD,
+                                       "bad --flush-bytes: '%s' (expected bytes from 1 to 2^40, "
+                                       "optionally with K, M or G)",
+                                       optarg);
+            break;
         case 't':
             o->time_budget = strtod(optarg, &end);
             if (end == optarg || *end || !(o->time_budget > 0) || o->time_budget > 1e6)
@@ -126,9 +156,11 @@ static int parse_options(opts *o, int argc, char **argv) {
     if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (o->import && (o->suite || o->op || o->host_overhead))
         return cli_usage_error(CMD, "--import takes no --suite, --op or --host-overhead");
-    if (o->import && o->flush_given)
-        return cli_usage_error(CMD, "--import takes no --flush (each imported benchmark says "
-                                    "its own \"flush\")");
+    if (o->import && (o->flush_given || o->flush_bytes))
+        return cli_usage_error(CMD, "--import takes no --flush or --flush-bytes (each imported "
+                                    "benchmark says its own \"flush\")");
+    if (o->flush_bytes && !o->cold)
+        return cli_usage_error(CMD, "--flush-bytes needs --cold (only cold samples flush)");
     if (o->import) return CLI_OK;
     if (o->host_overhead && o->suite)
         return cli_usage_error(CMD, "--host-overhead takes --op or no case at all, not --suite");
@@ -389,6 +421,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         bo.batch = 1;
     }
     bo.flush_mode = o->flush_mode; /* write unless --flush read */
+    bo.flush_bytes = o->flush_bytes;
     if (o->time_budget > 0) {
         bo.time_budget_s = o->time_budget;
         if (bo.min_time_s > o->time_budget / 2) bo.min_time_s = o->time_budget / 2;

@@ -39,18 +39,23 @@ static uint64_t parse_cache_size(const char *text) {
     return v;
 }
 
+uint64_t kk__bench_cpu_flush_for_llc(uint64_t llc) {
+    /* Twice the LLC evicts it whatever the replacement policy; the cap keeps a
+     * cold sample affordable where sysfs reports a socket's (or a VM host's)
+     * whole shared L3: 480 MiB would cost ~0.1 s a sweep and ~2.5 s to fault in. */
+    if (llc == 0 || llc > ((uint64_t)1 << 32)) return KK__BENCH_CPU_FLUSH_FALLBACK;
+    return 2 * llc < KK__BENCH_CPU_FLUSH_CAP ? 2 * llc : KK__BENCH_CPU_FLUSH_CAP;
+}
+
 uint64_t kk__bench_cpu_flush_default(void) {
-    /* index3 is the L3 on x86 and most arm64 servers; twice its size evicts it
-     * whatever the replacement policy. */
+    /* index3 is the L3 on x86 and most arm64 servers. */
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
     char buf[64] = "";
     if (f) {
         if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
         fclose(f);
     }
-    uint64_t llc = parse_cache_size(buf);
-    if (llc == 0 || llc > ((uint64_t)1 << 32)) return KK__BENCH_CPU_FLUSH_FALLBACK;
-    return 2 * llc;
+    return kk__bench_cpu_flush_for_llc(parse_cache_size(buf));
 }
 
 /* ---- pinning ---- */

@@ -20,8 +20,11 @@
  * callback then most likely synchronized the stream it was given). */
 #define KK__BENCH_BLOCK_TIMEOUT_S 10.0
 
-/* Fallback size of the CPU cache flush when sysfs has no last-level cache. */
+/* The CPU cache flush: 2x the last-level cache, this much when sysfs has no
+ * LLC size, and never more than the cap (docs/harness.md, "Cold samples on the
+ * CPU", says why). */
 #define KK__BENCH_CPU_FLUSH_FALLBACK ((uint64_t)32 << 20)
+#define KK__BENCH_CPU_FLUSH_CAP ((uint64_t)256 << 20)
 
 typedef struct kk__bench_timer {
     void *impl;
@@ -81,6 +84,8 @@ double kk__bench_now(void);
 
 /* 2x the last-level cache of cpu0 from sysfs, or the fallback. */
 uint64_t kk__bench_cpu_flush_default(void);
+/* The default flush for an LLC of `llc_bytes` (0: unknown). */
+uint64_t kk__bench_cpu_flush_for_llc(uint64_t llc_bytes);
 
 /* Pin the calling thread to `cpu`, saving the previous mask in *saved (a
  * cpu_set_t of at least kk__bench_affinity_size() bytes); restore it. */
