@@ -17,8 +17,8 @@
 
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "opdef/all_ops.h"
+#include "cpu/cpu_kernels.h"
 #include "kernelkit/harness_run.h"
 
 /* Run `text` as a case with `kernel` in the CPU slot of a copy of the

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "cpu/attention_cpu.h"
-#include "harness/op_attention_varlen.h"
-#include "harness/op_kernels.h"
+#include "opdef/attention_varlen.h"
+#include "cpu/cpu_kernels.h"
 #include "kernelkit/harness_run.h"
 
 /* Run `text` as a case with `kernel` in the CPU slot of a copy of the row

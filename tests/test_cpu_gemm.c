@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "cpu/cpu_gemm_internal.h"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "opdef/all_ops.h"
+#include "cpu/cpu_kernels.h"
 #include "kernelkit/harness_run.h"
 
 /* Run `params` of `row` (a registry row or a copy with another kernel) as a
@@ -188,8 +188,8 @@ static kk_status wrong_k(const kk_op_params *p, kk_tensor *const *t, kk_stream s
 
 static kk_op with_kernel(const char *name, kk_op_kernel_fn fn) {
     kk_op row = *find(name);
-    memset(row.kernels, 0, sizeof row.kernels);
-    row.kernels[KK_BACKEND_CPU] = fn;
+    kk__op_swap_none(&row);
+    kk__op_swap(&row, KK_BACKEND_CPU, fn);
     return row;
 }
 

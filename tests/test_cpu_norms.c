@@ -99,7 +99,7 @@ static int bug_flag;
 static void bug_is_caught(const char *op_name, const char *text, kk_op_kernel_fn kernel) {
     kk_op_params p = params_of(op_name, text);
     kk_op row = *p.op;
-    row.kernels[KK_BACKEND_CPU] = kernel;
+    kk__op_swap(&row, KK_BACKEND_CPU, kernel);
     p.op = &row;
     for (bug_flag = 0; bug_flag <= 1; bug_flag++) {
         const outcome o = run_case(&p, 42);
@@ -324,16 +324,16 @@ static void kernels_refuse_wrong_tensors(void **state) {
             kk_assert_ok(kk_tensor_create("cpu", d[k].dtype, d[k].ndim, d[k].shape, &t[k]));
         kk_tensor *last = t[n - 1];
         t[n - 1] = NULL; /* a missing output */
-        kk_assert_status(p.op->kernels[KK_BACKEND_CPU](&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+        kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
         kk_tensor *longer; /* an output one element too long */
         kk_assert_ok(kk_tensor_create("cpu", d[n - 1].dtype, 1, (int64_t[]){d[n - 1].numel + 1},
                                       &longer));
         t[n - 1] = longer;
-        kk_assert_status(p.op->kernels[KK_BACKEND_CPU](&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+        kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
         kk_assert_contains(kk_last_error_message(), d[n - 1].name);
         kk_tensor_destroy(longer);
         t[n - 1] = last;
-        kk_assert_ok(p.op->kernels[KK_BACKEND_CPU](&p, t, NULL));
+        kk_assert_ok(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL));
         for (int k = 0; k < n; k++) kk_tensor_destroy(t[k]);
     }
 }

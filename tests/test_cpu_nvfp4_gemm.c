@@ -130,7 +130,7 @@ static kk_status naive(const kk_op_params *p, kk_tensor *const *t, kk_stream s) 
 static void check_bug(int which, const char *text) {
     kk_op_params p = params_of(text);
     kk_op row = *p.op;
-    row.kernels[KK_BACKEND_CPU] = naive;
+    kk__op_swap(&row, KK_BACKEND_CPU, naive);
     p.op = &row;
     double l2_ok, l2_bad;
     bug = BUG_NONE;
@@ -173,12 +173,12 @@ static void kernel_refuses_wrong_tensors(void **state) {
     kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 2, (int64_t[]){2, 4}, &wide));
     kk_tensor *y = t[n - 1];
     t[n - 1] = wide;
-    kk_assert_status(p.op->kernels[KK_BACKEND_CPU](&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+    kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
     kk_assert_contains(kk_last_error_message(), "y");
     t[n - 1] = NULL;
-    kk_assert_status(p.op->kernels[KK_BACKEND_CPU](&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+    kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
     t[n - 1] = y;
-    kk_assert_ok(p.op->kernels[KK_BACKEND_CPU](&p, t, NULL));
+    kk_assert_ok(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL));
     kk_tensor_destroy(wide);
     for (int k = 0; k < n; k++) kk_tensor_destroy(t[k]);
 }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/harness_internal.h"
+#include "opdef/all_ops.h"
 #include "kernelkit/harness_run.h"
 
 /* src/cuda/kernels/nvfp4_gemv.cu; weak so that a build without CUDA links. */
@@ -256,7 +256,7 @@ static void persistent_equals_variant2(void **state) {
 /* ---- wrong variants of the CUDA slot fail ---- */
 
 static kk_status real_cuda(const kk_op_params *p, kk_tensor *const *t) {
-    return gemv_row()->kernels[KK_BACKEND_CUDA](p, t, NULL);
+    return kk__op_slot(gemv_row(), KK_BACKEND_CUDA).run(p, t, NULL);
 }
 
 /* ga and gb left out */
@@ -294,7 +294,7 @@ static void wrong_cuda_variants_fail(void **state) {
     const kk_op_kernel_fn wrong[] = {cuda_no_global, cuda_as_plain};
     for (int w = 0; w < 2; w++) {
         kk_op row = *gemv_row();
-        row.kernels[KK_BACKEND_CUDA] = wrong[w];
+        kk__op_swap(&row, KK_BACKEND_CUDA, wrong[w]);
         assert_int_equal(run_on_gpu(&row, text, KK_DIST_FULL, 5).status, KK_CASE_FAIL);
     }
 }

@@ -67,7 +67,7 @@ static void missing_cuda_slot_falls_back_once(void **state) {
   const kk_op *op;
   kk_assert_ok(kk_op_find("convert", &op));
   kk_op row = *op;
-  row.kernels[KK_BACKEND_CUDA] = NULL;
+  kk__op_swap(&row, KK_BACKEND_CUDA, NULL);
   warnings = 0;
   kk_log_set_sink(count_sink, NULL);
   convert_on_gpu(&row, NULL);

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "cpu/cpu_gemm_internal.h"
-#include "harness/op_fp8_gemm.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/fp8_gemm.h"
 #include "kernelkit/harness_run.h"
 
 static const kk_op *fp8_op(void) {
@@ -41,7 +42,7 @@ static void expect(const kk_op *row, const char *params, uint64_t seed, kk_case_
 static void row_is_registered(void **state) {
     (void)state;
     const kk_op *op = fp8_op();
-    assert_non_null(op->kernels[KK_BACKEND_CPU]);
+    assert_non_null(kk__op_slot(op, KK_BACKEND_CPU).run);
     kk_op_params p;
     kk_assert_ok(kk_op_params_parse(op, "M=3 N=5 K=7 a_dtype=fp8_e5m2 c_dtype=f32", &p));
     kk_op_tensor t[KK_OP_MAX_TENSORS];
@@ -169,11 +170,11 @@ static kk_status all_e4m3(const kk_op_params *p, kk_tensor *const *t, kk_stream 
 static void wrong_kernels_fail(void **state) {
     (void)state;
     kk_op row = *fp8_op();
-    memset(row.kernels, 0, sizeof row.kernels);
-    row.kernels[KK_BACKEND_CPU] = no_scales;
+    kk__op_swap_none(&row);
+    kk__op_swap(&row, KK_BACKEND_CPU, no_scales);
     expect(&row, "M=20 N=30 K=40 c_dtype=f32", 1, KK_CASE_FAIL);
     expect(&row, "M=20 N=30 K=40 c_dtype=bf16", 2, KK_CASE_FAIL);
-    row.kernels[KK_BACKEND_CPU] = all_e4m3;
+    kk__op_swap(&row, KK_BACKEND_CPU, all_e4m3);
     expect(&row, "M=20 N=30 K=40 a_dtype=fp8_e4m3 b_dtype=fp8_e4m3", 3,
            KK_CASE_PASS); /* right here */
     expect(&row, "M=20 N=30 K=40 a_dtype=fp8_e4m3 b_dtype=fp8_e5m2", 3, KK_CASE_FAIL);

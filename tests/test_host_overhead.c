@@ -76,7 +76,7 @@ static void unsupported_without_a_kernel(void **state) {
     (void)state;
     kk_case c = convert_case();
     kk_op row = *c.params.op;
-    memset(row.kernels, 0, sizeof row.kernels);
+    kk__op_swap_none(&row);
     c.params.op = &row;
     kk_bench_measurement d, l;
     kk_host_overhead h = {.dispatch = &d, .launch = &l};

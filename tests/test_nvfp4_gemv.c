@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "opdef/all_ops.h"
+#include "cpu/cpu_kernels.h"
 #include "kernelkit/harness_run.h"
 
 float kk__nvfp4_e2m1_decode_cpu(uint32_t code); /* src/cpu/nvfp4_gemv_cpu.c */
@@ -218,7 +218,7 @@ static kk_status wrong_f16_accumulator(const kk_op_params *p, kk_tensor *const *
 
 static kk_op with_cpu_kernel(kk_op_kernel_fn fn) {
     kk_op row = *gemv_row();
-    row.kernels[KK_BACKEND_CPU] = fn;
+    kk__op_swap(&row, KK_BACKEND_CPU, fn);
     return row;
 }
 

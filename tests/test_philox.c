@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "core/philox.h"
-#include "harness/harness_internal.h"
+#include "opdef/all_ops.h"
 #include "kernelkit/harness.h"
 
 static void known_answers(void **state) {

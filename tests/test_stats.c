@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
+#include "core/rng.h"
 #include "kernelkit/stats.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))

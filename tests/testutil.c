@@ -53,7 +53,7 @@ kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op
     kk_assert_ok(kk_op_find(op_name, &found));
     static kk_op row; /* the case's params point at it: it must outlive the case */
     row = *found;
-    if (kernel) row.kernels[KK_BACKEND_CPU] = kernel;
+    if (kernel) kk__op_swap(&row, KK_BACKEND_CPU, kernel);
     kk_case c = {.seed = seed, .dist = KK_DIST_FULL};
     snprintf(c.name, sizeof c.name, "test/%s", op_name);
     kk_assert_ok(kk_op_params_parse(&row, text, &c.params));

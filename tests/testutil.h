@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kernelkit/kernelkit.h"
+#include "kernelkit/harness.h"
+#include "ops/dispatch.h"
 
 /* Exit code that CTest reports as SKIPPED. */
 #define KK_TEST_SKIP 77

@@ -210,8 +210,6 @@ KK_API kk_status kk_run_kernel_host(const kk_op_params *p, const char *device,
  * write each output rounded to its dtype (kk_convert_host). */
 KK_API kk_status kk_run_reference_host(const kk_op_params *p, void *const *buffers);
 
-/* "cpu, cuda" (the backends with a kernel for op), or "none". */
-KK_API kk_status kk_op_backends_format(const kk_op *op, char *buf, size_t size);
 
 /* ---- a run of many cases ---- */
 

@@ -1,5 +1,7 @@
 /* KernelKit: fast, proven-correct transformer kernels for NVIDIA GPUs with a
- * complete CPU fallback. This umbrella header includes the whole public API. */
+ * complete CPU fallback. This umbrella header is the library a user calls: ops,
+ * tensors, memory, devices, configuration, status, logging, .npy, quantization.
+ * The harness (checker, benchmarks, statistics, reports) is kernelkit/harness.h. */
 #ifndef KERNELKIT_H
 #define KERNELKIT_H
 
@@ -13,14 +15,8 @@
 #include "kernelkit/memory.h"
 #include "kernelkit/tensor.h"
 #include "kernelkit/quant.h"
-#include "kernelkit/harness.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/op.h"
 #include "kernelkit/ops.h"
-#include "kernelkit/calibrate.h"
-#include "kernelkit/stats.h"
-#include "kernelkit/bench.h"
-#include "kernelkit/compare.h"
-#include "kernelkit/report.h"
 
 #ifdef __cplusplus
 extern "C" {

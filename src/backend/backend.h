@@ -32,6 +32,15 @@
 #include <stddef.h>
 
 #include "kernelkit/device.h"
+#include "opdef/opdef.h"
+
+/* A backend's kernel for one op. */
+typedef struct kk__slot {
+    kk_op_kernel_fn run;
+    /* 1 when it takes strided tensors (any strides, the innermost dimension
+     * contiguous); it answers KK_ERR_UNSUPPORTED for strides it cannot use. */
+    int strided;
+} kk__slot;
 
 typedef struct kk__backend {
     /* Name, also the device-spec prefix: "cpu" -> "cpu", "cuda" -> "cuda:N". */
@@ -83,9 +92,16 @@ typedef struct kk__backend {
      * backend has no memory of its own (kk_mem_* then say KK_ERR_UNSUPPORTED). */
     const struct kk__mem_ops *mem;
 
-    /* ---- op dispatch (added by a later issue) ----
-     * one entry per op, or a lookup op_id -> function; NULL entries fall back to
-     * the CPU backend with one logged warning. */
+    /* ---- op dispatch (src/ops/dispatch.c) ----
+     * The backend's kernels, KK__OP_COUNT pointers indexed by op id; NULL (the
+     * array or an entry): no kernel, and kk_op_run falls back to the CPU. */
+    const kk__slot *const *slots;
+    /* Run fn(arg) with device `index` current on the calling thread, the
+     * caller's current device left as it was. NULL: fn is called directly. */
+    kk_status (*call_on_device)(void *ctx, int index, kk_status (*fn)(void *arg), void *arg);
+    /* Wait for the work enqueued on `stream` (NULL: the default stream); a
+     * failure of that work is KK_ERR_KERNEL_LAUNCH. NULL: work is synchronous. */
+    kk_status (*stream_sync)(void *ctx, int index, kk_stream stream, const char *func);
 } kk__backend;
 
 /* Raw memory of one backend. `ctx` is the backend table's context, indices

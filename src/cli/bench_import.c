@@ -111,7 +111,7 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
     const int np = to_bench_params(&p, impl->valuestring, bp);
     const kk_bench_spec spec = {
         .name = name->valuestring,
-        .op = op->name,
+        .op = kk_op_name(op),
         .dtype = kk_dtype_name(kk_case_dtype(&p)),
         .params = bp,
         .nparams = np,

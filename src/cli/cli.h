@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kernelkit/kernelkit.h"
+#include "kernelkit/harness.h"
 
 /* Exit codes shared by every command. */
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };

@@ -306,8 +306,8 @@ int cli_bench_results_write(const kk_bench_results *r, const char *path) {
 void cli_bench_params(const kk_op_params *p, kk_bench_param *out, int cap, int *n) {
     const kk_op *op = p->op;
     *n = 0;
-    for (int k = 0; k < op->nparams && *n < cap; k++) {
-        const kk_op_param *d = &op->params[k];
+    for (int k = 0; k < kk_op_param_count(op) && *n < cap; k++) {
+        const kk_op_param *d = kk_op_param_at(op, k);
         kk_bench_param *b = &out[(*n)++];
         memset(b, 0, sizeof *b);
         snprintf(b->name, sizeof b->name, "%s", d->name);
@@ -436,12 +436,12 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         if (o->filter && !strstr(b->name, o->filter)) continue;
         selected++;
         const kk_op *op = b->c.params.op;
-        if (!op->kernels[kind]) {
+        if (!kk_op_has_kernel(op, kind)) {
             char have[64];
             kk_op_backends_format(op, have, sizeof have);
             progress_clear();
             fprintf(stderr, "kernelkit " CMD ": skip %s: no %s kernel for %s (kernels: %s)\n",
-                    b->name, kk_backend_name(kind), op->name, have);
+                    b->name, kk_backend_name(kind), kk_op_name(op), have);
             continue;
         }
         if (!fits_memory(b, device, kind)) continue;
@@ -459,7 +459,7 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
         cli_bench_params(&b->c.params, params, KK_BENCH_MAX_PARAMS, &np);
         const kk_bench_spec spec = {
             .name = b->name,
-            .op = op->name,
+            .op = kk_op_name(op),
             .dtype = kk_dtype_name(kk_case_dtype(&b->c.params)),
             .params = params,
             .nparams = np,
@@ -505,7 +505,7 @@ static int host_overhead_cases(const opts *o, kk_backend_kind kind, case_list *l
     if (o->op) return CLI_OK; /* bench_run added it */
     for (int i = 0; i < kk_op_count(); i++) {
         const kk_op *op = kk_op_at(i);
-        if (!op->kernels[kind]) continue;
+        if (!kk_op_has_kernel(op, kind)) continue;
         kk_case c[64];
         int count = 0;
         if (kk_suite_cases(1u << KK_SUITE_SMOKE, op, 1, KK_DIST_FULL, c, 64, &count) != KK_OK)
@@ -565,7 +565,7 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
         if (st_h == KK_ERR_UNSUPPORTED && more) continue; /* the op's next case */
         if (st_h != KK_OK) {
             progress_clear();
-            fprintf(stderr, "kernelkit " CMD ": host overhead of %s: %s\n", op->name,
+            fprintf(stderr, "kernelkit " CMD ": host overhead of %s: %s\n", kk_op_name(op),
                     kk_last_error_message());
             failed++;
             continue;
@@ -577,8 +577,8 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
             bare_done = 1;
         }
         done = op;
-        ran += add_overhead_entry(r, op->name, "dispatch", &dispatch);
-        if (h.has_launch) add_overhead_entry(r, op->name, "dispatch+launch", &launch);
+        ran += add_overhead_entry(r, kk_op_name(op), "dispatch", &dispatch);
+        if (h.has_launch) add_overhead_entry(r, kk_op_name(op), "dispatch+launch", &launch);
         kk_bench_measurement_free(&dispatch);
         if (h.has_launch) kk_bench_measurement_free(&launch);
     }
@@ -617,7 +617,7 @@ static int bench_run(int argc, char **argv) {
         kk_op_params_format(&p, text, sizeof text);
         for (char *c = text; *c; c++)
             if (*c == ' ') *c = ',';
-        snprintf(name, sizeof name, "%s/%s", op->name, text);
+        snprintf(name, sizeof name, "%s/%s", kk_op_name(op), text);
         rc = add_case(&l, name, op, o.params, "--params");
     } else if (o.suite) {
         char path[4096];

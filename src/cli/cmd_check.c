@@ -189,11 +189,11 @@ static int split_ops(opts *o, kk_backend_kind kind, const kk_op **lacking, int *
     *nlacking = 0;
     if (o->nops == 0) {
         for (int i = 0; i < kk_op_count() && n < MAX_LIST; i++)
-            if (kk_op_at(i)->kernels[kind]) o->ops[n++] = kk_op_at(i);
+            if (kk_op_has_kernel(kk_op_at(i), kind)) o->ops[n++] = kk_op_at(i);
         return o->nops = n;
     }
     for (int i = 0; i < o->nops; i++) {
-        if (o->ops[i]->kernels[kind])
+        if (kk_op_has_kernel(o->ops[i], kind))
             o->ops[n++] = o->ops[i];
         else
             lacking[(*nlacking)++] = o->ops[i];
@@ -207,9 +207,9 @@ static void report_lacking(const kk_op *op, kk_backend_kind kind) {
     kk_op_backends_format(op, have, sizeof have);
     if (kk_op_backends(op) == 0)
         fprintf(stderr, "kernelkit check: %s: no backend implements it yet (no kernel on %s)\n",
-                op->name, kk_backend_name(kind));
+                kk_op_name(op), kk_backend_name(kind));
     else
-        fprintf(stderr, "kernelkit check: %s: no %s kernel; implemented on: %s\n", op->name,
+        fprintf(stderr, "kernelkit check: %s: no %s kernel; implemented on: %s\n", kk_op_name(op),
                 kk_backend_name(kind), have);
 }
 
@@ -231,7 +231,7 @@ static int add_named(const opts *o, case_list *l) {
     memset(&c, 0, sizeof c);
     if (kk_op_params_parse(o->ops[0], o->params, &c.params) != KK_OK)
         return cli_usage_error(CMD, "bad --params: %s", kk_last_error_message());
-    snprintf(c.name, sizeof c.name, "params/%s", o->ops[0]->name);
+    snprintf(c.name, sizeof c.name, "params/%s", kk_op_name(o->ops[0]));
     c.seed = o->seed_given ? o->seed : kk_case_seed(o->seed, c.name);
     c.dist = o->dist;
     return push(l, &c) ? CLI_OK : cli_fail(CMD, "out of memory");
@@ -283,7 +283,7 @@ static void print_case(const opts *o, const kk_case *c, const kk_case_result *r)
     char params[2048], a[32], b[32], d[32];
     kk_op_params_format(&c->params, params, sizeof params);
     printf("%-5s %s  %s %s  dtype=%s seed=%llu", kk_case_status_name(r->status), c->name,
-           c->params.op->name, params, kk_dtype_name(kk_case_dtype(&c->params)),
+           kk_op_name(c->params.op), params, kk_dtype_name(kk_case_dtype(&c->params)),
            (unsigned long long)c->seed);
     if (r->status == KK_CASE_PASS || r->status == KK_CASE_FAIL)
         printf("  max_abs=%s max_rel=%s rel_l2=%s", fmt_num(r->max_abs_err, a),
@@ -305,7 +305,7 @@ static void print_case(const opts *o, const kk_case *c, const kk_case_result *r)
         if (strncmp(c->name, "fuzz/", 5) == 0 || strncmp(c->name, "params/", 7) == 0)
             printf(
                 "      rerun: kernelkit check --device %s --op %s --params \"%s\" --seed %llu%s\n",
-                o->device, c->params.op->name, params, (unsigned long long)c->seed,
+                o->device, kk_op_name(c->params.op), params, (unsigned long long)c->seed,
                 c->dist == KK_DIST_GPUMODE ? " --dist gpumode" : "");
         else
             printf("      rerun: kernelkit check --device %s --case %s --seed %llu%s\n", o->device,
@@ -385,7 +385,7 @@ static int select_ops(opts *o, kk_backend_kind kind, int *lacking_cases) {
         for (int i = 0; i < kk_op_count(); i++) {
             char have[64];
             kk_op_backends_format(kk_op_at(i), have, sizeof have);
-            fprintf(stderr, "%s %s (%s)", i ? "," : "", kk_op_at(i)->name, have);
+            fprintf(stderr, "%s %s (%s)", i ? "," : "", kk_op_name(kk_op_at(i)), have);
         }
         fprintf(stderr, "\n");
     }
@@ -397,7 +397,7 @@ static void list_cases(const case_list *l) {
     for (int i = 0; i < l->n; i++) {
         char params[2048]; /* attention_varlen: lists of lengths */
         kk_op_params_format(&l->v[i].params, params, sizeof params);
-        printf("%s  %s %s\n", l->v[i].name, l->v[i].params.op->name, params);
+        printf("%s  %s %s\n", l->v[i].name, kk_op_name(l->v[i].params.op), params);
     }
 }
 

@@ -173,10 +173,10 @@ static int list_ops(void) {
         const kk_op *op = kk_op_at(i);
         char have[64], text[2048]; /* attention_varlen: lists of lengths */
         kk_op_backends_format(op, have, sizeof have);
-        printf("%s: %s\n  kernels: %s\n  parameters:\n", op->name, op->summary, have);
-        for (int k = 0; k < op->nparams; k++)
-            printf("    %-13s %-40s %s\n", op->params[k].name,
-                   param_range(&op->params[k], text, sizeof text), op->params[k].help);
+        printf("%s: %s\n  kernels: %s\n  parameters:\n", kk_op_name(op), kk_op_summary(op), have);
+        for (int k = 0; k < kk_op_param_count(op); k++)
+            printf("    %-13s %-40s %s\n", kk_op_param_at(op, k)->name,
+                   param_range(kk_op_param_at(op, k), text, sizeof text), kk_op_param_at(op, k)->help);
         kk_op_params p;
         kk_op_tensor t[KK_OP_MAX_TENSORS];
         int n = 0;
@@ -314,12 +314,12 @@ static int resolve_device(const opts *o, const kk_op *op) {
         fprintf(stderr, "kernelkit run: cannot use %s: %s\n", o->device, kk_last_error_message());
         return CLI_USAGE; /* nothing could run, as for check */
     }
-    if (op->kernels[kind]) return CLI_OK;
+    if (kk_op_has_kernel(op, kind)) return CLI_OK;
     kk_op_backends_format(op, have, sizeof have);
     fprintf(stderr,
             "kernelkit run: %s has no %s kernel (kernels: %s); --device reference "
             "runs the float64 reference\n",
-            op->name, kk_backend_name(kind), have);
+            kk_op_name(op), kk_backend_name(kind), have);
     return CLI_USAGE;
 }
 

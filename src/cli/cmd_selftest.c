@@ -161,7 +161,7 @@ static void print_summary(const char *device, const op_tally *tally,
         int nb = 0;
         double gbs = 0, tflops = 0;
         for (size_t k = 0; r && k < r->count; k++)
-            if (strcmp(r->entries[k].op, op->name) == 0) {
+            if (strcmp(r->entries[k].op, kk_op_name(op)) == 0) {
                 nb++;
                 if (r->entries[k].gbs > gbs) gbs = r->entries[k].gbs;
                 if (r->entries[k].tflops > tflops) tflops = r->entries[k].tflops;
@@ -171,7 +171,7 @@ static void print_summary(const char *device, const op_tally *tally,
         char gb[32] = "-", tf[32] = "-";
         if (nb && gbs > 0) snprintf(gb, sizeof gb, "%.2f", gbs);
         if (nb && tflops > 0) snprintf(tf, sizeof tf, "%.3f", tflops);
-        printf("  %-12s %6d %6d %6d   %-12d %10s %10s\n", op->name, t->pass, t->fail, t->skip,
+        printf("  %-12s %6d %6d %6d   %-12d %10s %10s\n", kk_op_name(op), t->pass, t->fail, t->skip,
                nb, gb, tf);
     }
     printf("  (GB/s and TFLOP/s: the best benchmark of each op, quick measurements)\n");

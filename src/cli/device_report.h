@@ -5,7 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
-#include "kernelkit/kernelkit.h"
+#include "kernelkit/harness.h"
 
 /* Hardware capabilities of a device as a short comma-separated list
  * ("bf16/f16/tf32 tensor cores, fp8 tensor cores, wgmma+TMA"). */

@@ -1,5 +1,5 @@
 /* xoshiro256** seeded by splitmix64: see rng.h. */
-#include "harness/rng.h"
+#include "core/rng.h"
 
 static uint64_t splitmix64(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

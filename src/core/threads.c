@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "cpu/cpu_threads.h"
+#include "core/threads.h"
 #include "kernelkit/config.h"
 #include "kernelkit/device.h"
 

@@ -14,9 +14,10 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
-#include "cpu/cpu_threads.h"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/attention.h"
+#include "cpu/cpu_kernels.h"
 
 static atomic_int force_generic;
 

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 /* Query rows per block: N of the score product (a multiple of KK__ATT_NT) and
  * M of the P.V product (a multiple of the 6-row micro-tile). */

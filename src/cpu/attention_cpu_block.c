@@ -11,7 +11,7 @@
 
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
-#include "harness/harness_internal.h"
+#include "opdef/attention.h"
 
 #define LN2 0.69314718055994530942
 

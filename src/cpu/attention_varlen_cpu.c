@@ -18,8 +18,9 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_attention_varlen.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/attention_varlen.h"
 
 /* kk_op_run has checked the tensors; a harness bug must still not become a
  * wild access, so the cheap checks are repeated. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "cpu/cpu_kernels.h"
 #include "core/error.h"
 #include "core/log_internal.h"
 
@@ -81,5 +82,7 @@ const kk__backend kk__cpu_backend = {
     .device_info = cpu_device_info,
     .selftest = cpu_selftest,
     .mem = &kk__cpu_mem_ops,
-    /* device_usable, telemetry: every CPU is usable, nothing to read */
+    .slots = kk__cpu_slots,
+    /* device_usable, telemetry: every CPU is usable, nothing to read;
+     * call_on_device, stream_sync: kernels run synchronously here */
 };

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 /* A block of rows is as many rows as give an f32 product of at most this many
  * bytes (and at least 16 rows). Measured on the 2-core development machine

@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "kernelkit/dtype.h"
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 #include "kernelkit/tensor.h"
 
 #define KK__ROW_CHUNK 256

@@ -8,7 +8,8 @@
  * in f32 and only the accumulation rounds. */
 #include "core/error.h"
 #include "cpu/cpu_gemm_internal.h"
-#include "harness/op_fp8_gemm.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/fp8_gemm.h"
 
 typedef struct fp8_ctx {
     float scale; /* sa * sb */

@@ -13,9 +13,10 @@
 
 #include "core/error.h"
 #include "cpu/cpu_gemm_internal.h"
-#include "cpu/cpu_threads.h"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/gemm.h"
+#include "cpu/cpu_kernels.h"
 
 #define PANEL_BYTES (INT64_C(32) << 20)   /* decoded rows of b, per weight */
 #define A_BLOCK_BYTES (INT64_C(16) << 20) /* decoded rows of a */

@@ -6,8 +6,9 @@
 #include <math.h>
 
 #include "cpu/cpu_rows.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_layernorm.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/layernorm.h"
 
 /* The mean as hi + lo, two floats: x - hi is exact for x near the mean
  * (Sterbenz), so x - mean = (x - hi) - lo has an error relative to itself,

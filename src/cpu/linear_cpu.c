@@ -11,8 +11,9 @@
 
 #include "core/error.h"
 #include "cpu/cpu_gemm_internal.h"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/linear.h"
+#include "cpu/cpu_kernels.h"
 
 typedef struct linear_ctx {
     int act;

@@ -13,8 +13,9 @@
 #include <string.h>
 
 #include "cpu/cpu_rows.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_nvfp4_gemm.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/nvfp4_gemm.h"
 
 #define CHUNK 256 /* K elements dequantized at a time: 16 scale blocks */
 #define MAX_M 64  /* the M parameter's maximum */

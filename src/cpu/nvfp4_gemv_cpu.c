@@ -22,9 +22,10 @@
 
 #include "core/error.h"
 #include "core/quant_math.h"
-#include "cpu/cpu_threads.h"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/nvfp4_gemv.h"
+#include "cpu/cpu_kernels.h"
 #include "kernelkit/dtype.h"
 
 #define BLOCK 16 /* elements per scale */

@@ -6,8 +6,9 @@
 #include <math.h>
 
 #include "cpu/cpu_rows.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_rmsnorm.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/rmsnorm.h"
 
 static double sum_squares(const void *x, kk_dtype dt, int64_t row, int64_t n) {
     float buf[KK__ROW_CHUNK];

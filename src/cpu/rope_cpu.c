@@ -9,8 +9,9 @@
 #include <stdlib.h>
 
 #include "cpu/cpu_rows.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_rope.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/rope.h"
 
 #define MAX_D 1024 /* the D parameter's maximum */
 

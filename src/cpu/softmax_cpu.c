@@ -10,8 +10,9 @@
 #include <math.h>
 
 #include "cpu/cpu_rows.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_softmax.h"
+#include "core/threads.h"
+#include "cpu/cpu_kernels.h"
+#include "opdef/softmax.h"
 
 /* e^t for t <= 0 (NaN in, NaN out), within 1 ulp where the result is a
  * normal float; below e^-87 (about 1.6e-38) it returns a value of that

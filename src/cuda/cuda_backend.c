@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "cuda/cuda_kernels.h"
 #include "core/error.h"
 #include "core/log_internal.h"
 #include "cuda/cuda_internal.h"
@@ -463,6 +464,17 @@ static kk_status cuda_telemetry(void *ctx, int index, kk_gpu_telemetry *out, con
     return kk__nvml_read_by_pci(pci, out);
 }
 
+static kk_status cuda_call_on_device(void *ctx, int index, kk_status (*fn)(void *arg),
+                                     void *arg) {
+    (void)ctx;
+    return kk__cuda_call_on_device(index, fn, arg);
+}
+
+static kk_status cuda_stream_sync(void *ctx, int index, kk_stream stream, const char *func) {
+    (void)ctx;
+    return kk__cuda_stream_sync(index, stream, func);
+}
+
 const kk__backend kk__cuda_backend = {
     .name = "cuda",
     .kind = KK_BACKEND_CUDA,
@@ -479,4 +491,7 @@ const kk__backend kk__cuda_backend = {
     .selftest = cuda_selftest,
     .telemetry = cuda_telemetry,
     .mem = &kk__cuda_mem_ops,
+    .slots = kk__cuda_slots,
+    .call_on_device = cuda_call_on_device,
+    .stream_sync = cuda_stream_sync,
 };

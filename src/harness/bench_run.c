@@ -6,7 +6,8 @@
 
 #include "core/error.h"
 #include "kernelkit/bench.h"
-#include "harness/harness_internal.h"
+#include "harness/runner_internal.h"
+#include "ops/dispatch.h"
 #include "kernelkit/harness_run.h"
 
 typedef struct bench_job {
@@ -72,7 +73,7 @@ kk_status kk_case_bench(const kk_case *c, const char *device,
   int index;
   if ((st = kk_device_parse(device, &kind, &index)) != KK_OK)
     return st;
-  const kk_op_kernel_fn kernel = c->params.op->kernels[kind];
+  const kk_op_kernel_fn kernel = kk__op_slot(c->params.op, kind).run;
   if (!kernel) {
     char have[64];
     kk_op_backends_format(c->params.op, have, sizeof have);

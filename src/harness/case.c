@@ -5,7 +5,7 @@
 #include <strings.h>
 
 #include "core/error.h"
-#include "harness/harness_internal.h"
+#include "opdef/opdef.h"
 #include "kernelkit/harness_run.h"
 #include "kernelkit/memory.h"
 

@@ -3,9 +3,8 @@
  * Every integer size is drawn from a mixture that kernels get wrong: 1, small
  * odd sizes, sizes at and next to multiples of the usual tiles (16, 64, 128),
  * and uniform sizes. Booleans, enums and dtypes are uniform over their
- * choices. A few ops get fix-ups where the generic draw is poor: attention
- * (Hq a multiple of Hkv, windows, custom scales and dropout only sometimes,
- * the usual head dims most of the time), convert (longer vectors), nvfp4_gemv (small L).
+ * choices. Ops whose generic draw is poor fix it up in their row's fuzz hook
+ * (src/opdef/<op>.c): attention's heads and windows, convert's longer vectors.
  *
  * Default sizes stay small, so the float64 reference takes milliseconds on a
  * CPU: the largest size parameter is halved (odd sizes stay odd) until every
@@ -17,7 +16,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "harness/rng.h"
+#include "core/rng.h"
+#include "opdef/opdef.h"
 #include "kernelkit/harness_run.h"
 
 #define SMALL_CAP 256
@@ -26,33 +26,6 @@
 #define SMALL_FLOPS 0x1p25
 #define BIG_FLOPS 0x1p35
 #define PARAM_STREAM UINT64_C(0x46555a5a50415241) /* "FUZZPARA" */
-
-static int64_t fuzz_size(kk__rng *r, int64_t hi) {
-    static const int64_t tiles[3] = {16, 64, 128};
-    const uint32_t pick = kk__rng_below(r, 8);
-    int64_t v;
-    if (pick == 0) {
-        v = 1;
-    } else if (pick <= 2) {
-        v = 2 + kk__rng_below(r, 15); /* 2..16 */
-    } else if (pick <= 4) {           /* a tile multiple, or one off it */
-        const int64_t t = tiles[kk__rng_below(r, 3)];
-        const int64_t k = 1 + kk__rng_below(r, (uint32_t)(hi / t > 1 ? hi / t : 1));
-        v = k * t + (int64_t)kk__rng_below(r, 3) - 1;
-    } else {
-        v = 1 + (int64_t)kk__rng_below(r, (uint32_t)hi);
-    }
-    return v < 1 ? 1 : v > hi ? hi : v;
-}
-
-/* v clamped to the parameter's range and rounded to its multiple. */
-static int64_t fit_int(const kk_op_param *d, int64_t v) {
-    const int64_t m = d->multiple > 1 ? d->multiple : 1;
-    v = v / m * m;
-    if (v < d->min) v = (d->min + m - 1) / m * m;
-    if (v > d->max) v = d->max / m * m;
-    return v;
-}
 
 static int count_choices(const char *const *c) {
     int n = 0;
@@ -68,8 +41,8 @@ static void sample_generic(kk__rng *r, kk_op_params *p, int64_t cap) {
         switch (d->kind) {
         case KK_PARAM_INT: /* parameters that may be < 1 (windows) keep their default */
             if (d->min >= 1)
-                p->i[i] = fit_int(d, d->multiple > 1 ? d->multiple * fuzz_size(r, 32)
-                                                     : fuzz_size(r, cap));
+                p->i[i] = kk__fuzz_fit_int(d, d->multiple > 1 ? d->multiple * kk__fuzz_size(r, 32)
+                                                     : kk__fuzz_size(r, cap));
             break;
         case KK_PARAM_BOOL: p->i[i] = kk__rng_below(r, 2); break;
         case KK_PARAM_ENUM: p->i[i] = nc > 0 ? kk__rng_below(r, (uint32_t)nc) : p->i[i]; break;
@@ -83,109 +56,9 @@ static void sample_generic(kk__rng *r, kk_op_params *p, int64_t cap) {
     }
 }
 
-static void set_int(kk_op_params *p, const char *name, int64_t v) {
-    const int i = kk_op_param_index(p->op, name);
-    if (i >= 0) p->i[i] = fit_int(&p->op->params[i], v);
-}
-
-static void fix_attention(kk__rng *r, kk_op_params *p, int big) {
-    static const int64_t dims[9] = {16, 32, 64, 80, 96, 128, 160, 192, 256};
-    const int64_t hkv = 1 + kk__rng_below(r, big ? 2 : 4);
-    const int64_t sk = fuzz_size(r, 300);
-    set_int(p, "B", fuzz_size(r, big ? 2 : 3));
-    set_int(p, "Hkv", hkv);
-    set_int(p, "Hq", hkv * (1 + kk__rng_below(r, big ? 2 : 4)));
-    set_int(p, "Sq", fuzz_size(r, big ? 16 : 300));
-    set_int(p, "Sk", sk);
-    set_int(p, "D", kk__rng_below(r, 4) ? dims[kk__rng_below(r, 9)] : 16 + kk__rng_below(r, 241));
-    set_int(p, "window_left",
-            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)sk + 1));
-    set_int(p, "window_right",
-            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)sk + 1));
-    const int s = kk_op_param_index(p->op, "scale");
-    if (s >= 0 && kk__rng_below(r, 8) == 0) p->f[s] = 0.05 + 0.45 * kk__rng_uniform(r);
-    /* dropout in one case of four, with any seed and offset (the Philox
-     * mask's key and counter: the high words matter too) */
-    const int dp = kk_op_param_index(p->op, "dropout");
-    if (dp >= 0) p->f[dp] = kk__rng_below(r, 4) == 0 ? 0.05 + 0.55 * kk__rng_uniform(r) : 0.0;
-    set_int(p, "seed", (int64_t)(kk__rng_next(r) >> 1));
-    set_int(p, "offset", (int64_t)(kk__rng_next(r) >> 1));
-}
-
-/* attention_varlen: 1 to 6 sequences of 0 to 64 query rows and keys each
- * (zero-length sequences one time in five, Sq != Sk per sequence), the
- * attention draw's heads, head dims, windows, scale and dropout; max_seqlen
- * at 0 (the longest) or, one time in four, above it as FlashAttention's
- * callers often give it. --big: Hkv = 1, so that Hq can grow. */
-static void fix_attention_varlen(kk__rng *r, kk_op_params *p, int big) {
-    fix_attention(r, p, big);
-    if (big) set_int(p, "Hkv", 1);
-    const int n = 1 + (int)kk__rng_below(r, 6);
-    char text[2][256] = {"", ""};
-    int64_t total[2] = {0, 0}, longest[2] = {0, 0};
-    for (int s = 0; s < n; s++)
-        for (int w = 0; w < 2; w++) {
-            int64_t len = kk__rng_below(r, 5) == 0 ? 0 : fuzz_size(r, 64);
-            if (s == n - 1 && total[w] == 0 && len == 0) len = 1; /* some row somewhere */
-            total[w] += len;
-            longest[w] = len > longest[w] ? len : longest[w];
-            snprintf(text[w] + strlen(text[w]), sizeof text[w] - strlen(text[w]), "%s%lld",
-                     s ? ":" : "", (long long)len);
-        }
-    kk_op_params_set(p, "seqlens_q", text[0]);
-    kk_op_params_set(p, "seqlens_k", text[1]);
-    set_int(p, "nseq", 0);
-    set_int(p, "total_q", 0);
-    set_int(p, "total_k", 0);
-    set_int(p, "max_seqlen_q", kk__rng_below(r, 4) ? 0 : longest[0] + kk__rng_below(r, 50));
-    set_int(p, "max_seqlen_k", kk__rng_below(r, 4) ? 0 : longest[1] + kk__rng_below(r, 50));
-    set_int(p, "window_left",
-            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
-    set_int(p, "window_right",
-            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
-}
-
-static void set_float(kk_op_params *p, const char *name, double v) {
-    const int i = kk_op_param_index(p->op, name);
-    if (i >= 0) p->f[i] = v;
-}
-
-/* rope: rotary_dim even and <= D (0 = all of D, then D even), positions from
- * 0 or far out, the usual thetas. */
-static void fix_rope(kk__rng *r, kk_op_params *p) {
-    static const double thetas[4] = {10000.0, 500000.0, 1e6, 100.0};
-    const int64_t d = kk_op_params_int(p, "D");
-    if (kk__rng_below(r, 2)) {
-        set_int(p, "rotary_dim", 0);
-        set_int(p, "D", d + (d & 1));
-    } else {
-        const uint32_t pairs = (uint32_t)(d / 2 > 0 ? d / 2 : 1);
-        set_int(p, "rotary_dim", 2 * (1 + (int64_t)kk__rng_below(r, pairs)));
-    }
-    const uint32_t far = kk__rng_below(r, 3);
-    set_int(p, "offset",
-            far == 0 ? 0 : far == 1 ? fuzz_size(r, 5000) : (int64_t)kk__rng_below(r, 1u << 20));
-    set_float(p, "theta", thetas[kk__rng_below(r, 4)]);
-}
-
-/* Norms, softmax, rope (issue 5): eps sometimes large enough that a kernel
- * ignoring it fails; softmax scales other than 1. */
-static void fix_row_ops(kk__rng *r, kk_op_params *p) {
-    const char *name = p->op->name;
-    const int norm = strcmp(name, "rmsnorm") == 0 || strcmp(name, "layernorm") == 0;
-    if (norm && kk__rng_below(r, 2)) set_float(p, "eps", ldexp(1.0, -(int)kk__rng_below(r, 20)));
-    if (strcmp(name, "softmax") == 0 && kk__rng_below(r, 2))
-        set_float(p, "scale", 0.05 + 4.0 * kk__rng_uniform(r));
-    if (strcmp(name, "rope") == 0) fix_rope(r, p);
-}
-
+/* The op's own draw, where it has one (its row's fuzz hook). */
 static void fix_op(kk__rng *r, kk_op_params *p, int big) {
-    const char *name = p->op->name;
-    fix_row_ops(r, p);
-    if (strcmp(name, "attention") == 0) fix_attention(r, p, big);
-    if (strcmp(name, "attention_varlen") == 0) fix_attention_varlen(r, p, big);
-    if (strcmp(name, "convert") == 0) set_int(p, "n", fuzz_size(r, 5000));
-    if (strcmp(name, "nvfp4_gemv") == 0) set_int(p, "L", kk__rng_below(r, 2) ? 1 : fuzz_size(r, 4));
+    if (p->op->fuzz) p->op->fuzz(r, p, big);
 }
 
 /* ---- keeping small cases small ---- */
@@ -218,7 +91,7 @@ static int shrink_once(kk_op_params *p) {
         if (best < 0) return 0;
         kk_op_params q = *p;
         const int64_t m = p->op->params[best].multiple > 1 ? p->op->params[best].multiple : 1;
-        q.i[best] = fit_int(&p->op->params[best], (p->i[best] / m + 1) / 2 * m);
+        q.i[best] = kk__fuzz_fit_int(&p->op->params[best], (p->i[best] / m + 1) / 2 * m);
         if (q.i[best] < p->i[best] && kk_op_params_validate(&q) == KK_OK) {
             *p = q;
             return 1;
@@ -229,13 +102,9 @@ static int shrink_once(kk_op_params *p) {
 
 /* ---- --big: one size grows to fill the budget ---- */
 
+/* The size --big grows: the row's choice, else its first integer >= 1. */
 static const char *grow_param(const kk_op *op) {
-    static const char *const table[][2] = {
-        {"convert", "n"}, {"gemm", "M"}, {"linear", "M"}, {"attention", "Sk"}, {"nvfp4_gemv", "M"},
-        {"attention_varlen", "Hq"},
-        {"nvfp4_gemm", "N"}, {"fp8_gemm", "M"}};
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(op->name, table[i][0]) == 0) return table[i][1];
+    if (op->grow_param) return op->grow_param;
     for (int i = 0; i < op->nparams; i++)
         if (op->params[i].kind == KK_PARAM_INT && op->params[i].min >= 1) return op->params[i].name;
     return NULL;
@@ -261,8 +130,8 @@ static void grow(kk_op_params *p, int i, const kk_case_memory *big) {
     const kk_op_param *d = &p->op->params[i];
     kk_op_params q1 = *p, q2 = *p;
     kk_case_memory m1, m2;
-    q1.i[i] = fit_int(d, d->min);
-    q2.i[i] = fit_int(d, q1.i[i] + (d->multiple > 1 ? d->multiple : 1));
+    q1.i[i] = kk__fuzz_fit_int(d, d->min);
+    q2.i[i] = kk__fuzz_fit_int(d, q1.i[i] + (d->multiple > 1 ? d->multiple : 1));
     if (kk_case_memory_need(&q1, &m1) != KK_OK || kk_case_memory_need(&q2, &m2) != KK_OK) return;
     const double step = (double)(q2.i[i] - q1.i[i]);
     double room = fmin(
@@ -270,9 +139,9 @@ static void grow(kk_op_params *p, int i, const kk_case_memory *big) {
         linear_room((double)m1.host_bytes, (double)m2.host_bytes, (double)big->host_bytes));
     room = fmin(room, linear_room(kk_op_flops(&q1), kk_op_flops(&q2), BIG_FLOPS));
     const double v = (double)q1.i[i] + (room - 1.0) * step;
-    p->i[i] = fit_int(d, v >= (double)d->max ? d->max : v < 1.0 ? 1 : (int64_t)v);
+    p->i[i] = kk__fuzz_fit_int(d, v >= (double)d->max ? d->max : v < 1.0 ? 1 : (int64_t)v);
     while (p->i[i] > q1.i[i] && !fits(p, big)) /* step functions (padding) and rounding */
-        p->i[i] = fit_int(d, p->i[i] - p->i[i] / 16 - 1);
+        p->i[i] = kk__fuzz_fit_int(d, p->i[i] - p->i[i] / 16 - 1);
 }
 
 kk_status kk_case_fuzz(const kk_op *op, uint64_t run_seed, int index, kk_input_dist dist,

@@ -1,7 +1,8 @@
 /* Case inputs: values drawn from the case seed, per op (docs/harness.md,
  * "Inputs").
  *
- * Each input tensor is cut into blocks of 65536 elements and every block has a
+ * The op's row says how each input is filled (its fill hook: normal values
+ * by default); each input tensor is cut into blocks of 65536 elements and every block has a
  * stream of its own (the case seed mixed with the tensor's index and the
  * block's), so a tensor's values depend neither on the tensors before it nor
  * on how many threads fill it: big inputs (--big) are filled in parallel and
@@ -16,9 +17,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "harness/harness_internal.h"
-#include "harness/op_attention_varlen.h"
-#include "harness/rng.h"
+#include "opdef/opdef.h"
+#include "core/rng.h"
 #include "kernelkit/harness_run.h"
 
 #define GOLDEN UINT64_C(0x9e3779b97f4a7c15)
@@ -84,26 +84,23 @@ typedef struct fill_spec {
 static const uint8_t all_codes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 static const uint8_t gpumode_codes[7] = {0, 1, 2, 3, 9, 10, 11}; /* 0, +-0.5, +-1, +-1.5 */
 
-/* Scales for long K: keep c = sum of K products inside f16's range. */
-static int nvfp4_scale_shift(const kk_op_params *p) {
-    int shift = 0;
-    for (int64_t k = p->i[KK__GEMV_K]; k > 16384; k /= 4) shift++;
-    return shift;
-}
-
-static fill_spec spec_for(const kk_op_params *p, const kk_op_tensor *t, kk_input_dist dist,
-                          const int *shift) {
+/* What the op's row asks for input k, as generators under `dist`. */
+static fill_spec spec_for(const kk_op_params *p, int k, kk_input_dist dist,
+                          const kk__fill_rule *rule) {
     const int gm = dist == KK_DIST_GPUMODE;
-    fill_spec s = {.gen = gen_normal};
-    if (strcmp(p->op->name, "convert") == 0) return (fill_spec){.gen = gen_spread, .sprinkle = 1};
-    /* nvfp4_gemm's w, sw and gw are drawn as nvfp4_gemv's; its x (bf16) is normal */
-    const int gemm = strcmp(p->op->name, "nvfp4_gemm") == 0;
-    if ((strcmp(p->op->name, "nvfp4_gemv") != 0 && !gemm) || t->dtype == KK_DTYPE_BF16) return s;
-    if (t->dtype == KK_DTYPE_E2M1)
+    switch (rule->kind) {
+    case KK__FILL_SPREAD: return (fill_spec){.gen = gen_spread, .sprinkle = 1};
+    case KK__FILL_NVFP4_CODES:
         return (fill_spec){.codes = gm ? gpumode_codes : all_codes, .ncodes = gm ? 7 : 16};
-    if (t->dtype == KK_DTYPE_FP8_E4M3)
-        return (fill_spec){.gen = gm ? gen_scale_gpumode : gen_scale_full, .ctx = shift};
-    return (fill_spec){.gen = gm ? gen_one : gen_global};
+    case KK__FILL_NVFP4_SCALES:
+        return (fill_spec){.gen = gm ? gen_scale_gpumode : gen_scale_full, .ctx = &rule->shift};
+    case KK__FILL_GLOBAL_SCALE: return (fill_spec){.gen = gm ? gen_one : gen_global};
+    case KK__FILL_NORMAL:
+    case KK__FILL_BY_OP: break;
+    }
+    (void)p;
+    (void)k;
+    return (fill_spec){.gen = gen_normal};
 }
 
 /* Overwrite about a quarter of elements [start, start + m) with random bits:
@@ -192,15 +189,6 @@ static kk_status fill_tensor(const fill_spec *s, void *buf, kk_dtype dt, size_t 
     return kk__error(KK_ERR_INTERNAL, "kk_case_fill_inputs", "converting random values failed");
 }
 
-/* attention_varlen's offsets are not drawn: they are the case's sequence
- * lengths (its seqlens lists, or the even split), summed. */
-static void fill_cu_seqlens(const kk_op_params *p, int keys, void *buf, int64_t n) {
-    int32_t *cu = buf;
-    cu[0] = 0;
-    for (int64_t s = 0; s + 1 < n; s++)
-        cu[s + 1] = cu[s] + (int32_t)kk__attention_varlen_len(p, keys, s);
-}
-
 kk_status kk_case_fill_inputs(const kk_op_params *p, uint64_t seed, kk_input_dist dist,
                               void *const *inputs) {
     kk_op_tensor t[KK_OP_MAX_TENSORS];
@@ -211,16 +199,16 @@ kk_status kk_case_fill_inputs(const kk_op_params *p, uint64_t seed, kk_input_dis
         st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "dist", "a kk_input_dist", "%d",
                            (int)dist);
     if (st != KK_OK) return st;
-    const int shift = strcmp(p->op->name, "nvfp4_gemv") == 0 ? nvfp4_scale_shift(p) : 0;
     for (int k = 0; st == KK_OK && k < n && !t[k].is_output; k++) {
         if (t[k].numel > 0 && !inputs[k])
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, t[k].name,
                                  "a buffer for every input", "NULL");
-        if (t[k].dtype == KK_DTYPE_INT32 && strcmp(p->op->name, "attention_varlen") == 0) {
-            fill_cu_seqlens(p, k == KK__AVL_T_CUK, inputs[k], t[k].numel);
+        const kk__fill_rule rule = p->op->fill ? p->op->fill(p, k) : (kk__fill_rule){0};
+        if (rule.kind == KK__FILL_BY_OP) {
+            p->op->write_input(p, k, inputs[k], t[k].numel);
             continue;
         }
-        const fill_spec s = spec_for(p, &t[k], dist, &shift);
+        const fill_spec s = spec_for(p, k, dist, &rule);
         st = fill_tensor(&s, inputs[k], t[k].dtype, (size_t)t[k].numel,
                          mix64(seed + (uint64_t)(k + 1) * GOLDEN));
     }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "core/error.h"
+#include "opdef/opdef.h"
 #include "kernelkit/harness_run.h"
 
 static const char *const suite_names[KK_SUITE_COUNT] = {"smoke", "correctness", "performance",

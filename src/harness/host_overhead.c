@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "harness/harness_internal.h"
+#include "harness/runner_internal.h"
+#include "ops/dispatch.h"
 #include "harness/measure_internal.h"
 #include "kernelkit/bench.h"
 #include "kernelkit/harness_run.h"
@@ -93,7 +94,7 @@ kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t sampl
     kk_backend_kind kind;
     int index;
     if ((st = kk_device_parse(device, &kind, &index)) != KK_OK) return st;
-    if (!c->params.op->kernels[kind])
+    if (!kk__op_slot(c->params.op, kind).run)
         return kk__error(KK_ERR_UNSUPPORTED, c->params.op->name, "no %s kernel for %s",
                          kk_backend_name(kind), c->params.op->name);
     if (samples == 0) samples = 200;

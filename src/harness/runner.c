@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ops/dispatch.h"
 #include "harness/runner_internal.h"
 
 typedef struct bufs {
@@ -92,7 +93,7 @@ static int cannot_run(const kk_case *c, const kk_run_options *o, const char *dev
     const kk_op *op = c->params.op;
     char have[64];
     kk_op_backends_format(op, have, sizeof have);
-    if (!op->kernels[kind])
+    if (!kk__op_slot(op, kind).run)
         return skip(r, "no %s kernel for %s (kernels: %s)", kk_backend_name(kind), op->name, have);
     const double flops = kk_op_flops(&c->params);
     if (o->max_ref_flops > 0 && flops > o->max_ref_flops)

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "harness/harness_internal.h"
+#include "ops/dispatch.h"
 #include "harness/runner_internal.h"
 
 double kk__runner_now_ms(void) {
@@ -109,7 +109,7 @@ kk_status kk_run_kernel_host(const kk_op_params *p, const char *device, void *co
     kk_status st = check_buffers(p, buffers, &n, t);
     if (st == KK_OK) st = kk_device_parse(device ? device : kk_device_best(), &kind, &index);
     if (st != KK_OK) return st;
-    const kk_op_kernel_fn kernel = p->op->kernels[kind];
+    const kk_op_kernel_fn kernel = kk__op_slot(p->op, kind).run;
     if (!kernel) {
         char have[64];
         kk_op_backends_format(p->op, have, sizeof have);

@@ -24,6 +24,10 @@ typedef struct kk__kernel_run {
 kk_status kk__run_kernel(const kk_op_params *p, const char *device, void *const *bufs,
                          kk__kernel_run *run);
 
+/* The tensors of case c on `device`, inputs filled from its seed (bench_run.c).
+ * *n is set to the count even on failure; destroy tensors[0..*n) either way. */
+kk_status kk__case_tensors(const kk_case *c, const char *device, kk_tensor **tensors, int *n);
+
 /* Milliseconds of a monotonic clock. */
 double kk__runner_now_ms(void);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "opdef/opdef.h"
 #include "kernelkit/harness_run.h"
 
 static void add_number(cJSON *obj, const char *key, double v) {

@@ -1,4 +1,4 @@
-/* Small pieces of the runner's API: names, the backends of an op, the tally
+/* Small pieces of the runner's API: names, the tally
  * of a run and the exit status `kernelkit check` derives from it. */
 #include <stdio.h>
 #include <string.h>
@@ -9,21 +9,6 @@
 const char *kk_case_status_name(kk_case_status status) {
     static const char *const names[] = {"PASS", "FAIL", "ERROR", "SKIP"};
     return (int)status >= 0 && status <= KK_CASE_SKIP ? names[status] : "?";
-}
-
-kk_status kk_op_backends_format(const kk_op *op, char *buf, size_t size) {
-    kk_status st = KK__CHECK_NOT_NULL(op);
-    if (st == KK_OK) st = KK__CHECK_NOT_NULL(buf);
-    if (st != KK_OK || size == 0) return st;
-    buf[0] = '\0';
-    for (int b = 0; b < KK_BACKEND_COUNT; b++)
-        if (op->kernels[b]) {
-            const size_t used = strlen(buf);
-            snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
-                     kk_backend_name((kk_backend_kind)b));
-        }
-    if (!buf[0]) snprintf(buf, size, "none");
-    return KK_OK;
 }
 
 void kk_check_tally_add(kk_check_tally *t, kk_case_status status) {

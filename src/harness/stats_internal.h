@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/rng.h"
+#include "core/rng.h"
 #include "kernelkit/stats.h"
 
 /* Check a sample argument: non-NULL, 1 <= n <= KK_STATS_MAX_SAMPLES, every value

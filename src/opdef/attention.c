@@ -19,8 +19,8 @@
 
 #include "core/error.h"
 #include "core/philox.h"
-#include "cpu/cpu_threads.h"
-#include "harness/harness_internal.h"
+#include "core/threads.h"
+#include "opdef/attention.h"
 
 kk_status kk__attention_validate(const kk_op_params *p) {
   const int64_t hq = p->i[KK__ATT_HQ], hkv = p->i[KK__ATT_HKV];
@@ -176,3 +176,70 @@ kk_status kk__attention_reference(const kk_op_params *p,
                      "no memory for %lld scores", (long long)Sk);
   return KK_OK;
 }
+
+static const kk_op_param attention_params[KK__ATT_NPARAMS] = {
+    [KK__ATT_B] = KK__P_INT("B", 1, 65536, 1, 1, "batch"),
+    [KK__ATT_HQ] = KK__P_INT("Hq", 1, 1024, 1, 4, "query heads"),
+    [KK__ATT_HKV] = KK__P_INT("Hkv", 1, 1024, 1, 4, "key/value heads; Hq % Hkv == 0 (GQA)"),
+    [KK__ATT_SQ] = KK__P_INT("Sq", 1, KK__SEQ_MAX, 1, 128, "query length"),
+    [KK__ATT_SK] = KK__P_INT("Sk", 1, KK__SEQ_MAX, 1, 128, "key length"),
+    [KK__ATT_D] = KK__P_INT("D", 16, 256, 1, 64, "head dimension"),
+    [KK__ATT_CAUSAL] = KK__P_BOOL("causal", 0, "query i sees keys j <= i + Sk - Sq (bottom-right aligned)"),
+    [KK__ATT_WL] = KK__P_INT("window_left", -1, KK__SEQ_MAX, 1, -1, "keys j >= i + Sk - Sq - w only; -1 = unlimited"),
+    [KK__ATT_WR] = KK__P_INT("window_right", -1, KK__SEQ_MAX, 1, -1, "keys j <= i + Sk - Sq + w only; -1 = unlimited"),
+    [KK__ATT_SCALE] = KK__P_FLOAT("scale", 0.0, 1e6, 0.0, "softmax scale; 0 = 1/sqrt(D)"),
+    [KK__ATT_LSE] = KK__P_BOOL("lse", 0, "also write the log-sum-exp [B,Hq,Sq] (f32, natural log)"),
+    [KK__ATT_DTYPE] = KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of q, k, v and o"),
+    [KK__ATT_DROPOUT] = KK__P_FLOAT("dropout", 0.0, 0.99, 0.0, "drop probability of each softmax weight (src/core/philox.h)"),
+    [KK__ATT_SEED] = KK__P_INT("seed", 0, INT64_MAX, 1, 0, "dropout: Philox key"),
+    [KK__ATT_OFFSET] = KK__P_INT("offset", 0, INT64_MAX, 1, 0, "dropout: Philox counter offset"),
+};
+
+/* The fuzzer's draw: Hq a multiple of Hkv, the usual head dims most of the
+ * time, windows, a custom scale and dropout only sometimes. */
+void kk__attention_fuzz(kk__rng *r, kk_op_params *p, int big) {
+    static const int64_t dims[9] = {16, 32, 64, 80, 96, 128, 160, 192, 256};
+    const int64_t hkv = 1 + kk__rng_below(r, big ? 2 : 4);
+    const int64_t sk = kk__fuzz_size(r, 300);
+    kk__fuzz_set_int(p, "B", kk__fuzz_size(r, big ? 2 : 3));
+    kk__fuzz_set_int(p, "Hkv", hkv);
+    kk__fuzz_set_int(p, "Hq", hkv * (1 + kk__rng_below(r, big ? 2 : 4)));
+    kk__fuzz_set_int(p, "Sq", kk__fuzz_size(r, big ? 16 : 300));
+    kk__fuzz_set_int(p, "Sk", sk);
+    kk__fuzz_set_int(p, "D", kk__rng_below(r, 4) ? dims[kk__rng_below(r, 9)] : 16 + kk__rng_below(r, 241));
+    kk__fuzz_set_int(p, "window_left",
+            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)sk + 1));
+    kk__fuzz_set_int(p, "window_right",
+            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)sk + 1));
+    const int s = kk_op_param_index(p->op, "scale");
+    if (s >= 0 && kk__rng_below(r, 8) == 0) p->f[s] = 0.05 + 0.45 * kk__rng_uniform(r);
+    /* dropout in one case of four, with any seed and offset (the Philox
+     * mask's key and counter: the high words matter too) */
+    const int dp = kk_op_param_index(p->op, "dropout");
+    if (dp >= 0) p->f[dp] = kk__rng_below(r, 4) == 0 ? 0.05 + 0.55 * kk__rng_uniform(r) : 0.0;
+    kk__fuzz_set_int(p, "seed", (int64_t)(kk__rng_next(r) >> 1));
+    kk__fuzz_set_int(p, "offset", (int64_t)(kk__rng_next(r) >> 1));
+}
+
+const kk_op kk__op_attention = {
+    .id = KK__OP_ID_attention,
+    .name = "attention",
+     .summary =
+         "o = softmax(scale . q k^T + mask) v per head; GQA, causal, windows",
+     .nparams = KK__ATT_NPARAMS,
+     .params = attention_params,
+     .validate = kk__attention_validate,
+     .describe = kk__attention_describe,
+     .flops = kk__attention_flops,
+     .bytes = kk__op_bytes_io,
+     .reference = kk__attention_reference,
+     .ntolerances = 3,
+     .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-5, 1e-4, 1e-5, KK__BOTH,
+                        KK_CHECK_ALLOW_NONFINITE),
+                    KK__TOL(KK_DTYPE_F16, 2e-3, 4e-3, 5e-3, KK__BOTH,
+                        KK_CHECK_ALLOW_NONFINITE),
+                    KK__TOL(KK_DTYPE_BF16, 1e-2, 2e-2, 1e-2, KK__BOTH,
+                        KK_CHECK_ALLOW_NONFINITE)},
+    .fuzz = kk__attention_fuzz,
+    .grow_param = "Sk",
+};

@@ -1,5 +1,5 @@
 /* The `attention_varlen` op: parameters, tensors, FLOPs and the float64
- * reference (what the op computes: src/harness/op_attention_varlen.h). The
+ * reference (what the op computes: src/opdef/attention_varlen.h). The
  * reference is the `attention` reference's row (kk__attention_ref_row) run
  * for every row of every sequence, on the sequence's own lengths: a packed
  * batch is exactly its sequences, one by one. */
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "cpu/cpu_threads.h"
-#include "harness/op_attention_varlen.h"
+#include "core/threads.h"
+#include "opdef/attention_varlen.h"
 
 #define SEQ_MAX (INT64_C(1) << 20)
 #define TOTAL_MAX (INT64_C(1) << 24)
@@ -302,3 +302,74 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
                          " scores", d.max_k);
     return KK_OK;
 }
+
+/* attention_varlen: 1 to 6 sequences of 0 to 64 query rows and keys each
+ * (zero-length sequences one time in five, Sq != Sk per sequence), the
+ * attention draw's heads, head dims, windows, scale and dropout; max_seqlen
+ * at 0 (the longest) or, one time in four, above it as FlashAttention's
+ * callers often give it. --big: Hkv = 1, so that Hq can grow. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    kk__attention_fuzz(r, p, big);
+    if (big) kk__fuzz_set_int(p, "Hkv", 1);
+    const int n = 1 + (int)kk__rng_below(r, 6);
+    char text[2][256] = {"", ""};
+    int64_t total[2] = {0, 0}, longest[2] = {0, 0};
+    for (int s = 0; s < n; s++)
+        for (int w = 0; w < 2; w++) {
+            int64_t len = kk__rng_below(r, 5) == 0 ? 0 : kk__fuzz_size(r, 64);
+            if (s == n - 1 && total[w] == 0 && len == 0) len = 1; /* some row somewhere */
+            total[w] += len;
+            longest[w] = len > longest[w] ? len : longest[w];
+            snprintf(text[w] + strlen(text[w]), sizeof text[w] - strlen(text[w]), "%s%lld",
+                     s ? ":" : "", (long long)len);
+        }
+    kk_op_params_set(p, "seqlens_q", text[0]);
+    kk_op_params_set(p, "seqlens_k", text[1]);
+    kk__fuzz_set_int(p, "nseq", 0);
+    kk__fuzz_set_int(p, "total_q", 0);
+    kk__fuzz_set_int(p, "total_k", 0);
+    kk__fuzz_set_int(p, "max_seqlen_q", kk__rng_below(r, 4) ? 0 : longest[0] + kk__rng_below(r, 50));
+    kk__fuzz_set_int(p, "max_seqlen_k", kk__rng_below(r, 4) ? 0 : longest[1] + kk__rng_below(r, 50));
+    kk__fuzz_set_int(p, "window_left",
+            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
+    kk__fuzz_set_int(p, "window_right",
+            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
+}
+
+/* The offsets are not drawn: they are the case's sequence lengths (its
+ * seqlens lists, or the even split), summed. */
+static kk__fill_rule fill(const kk_op_params *p, int k) {
+    (void)p;
+    return (kk__fill_rule){k == KK__AVL_T_CUQ || k == KK__AVL_T_CUK ? KK__FILL_BY_OP : KK__FILL_NORMAL, 0};
+}
+
+static void write_input(const kk_op_params *p, int k, void *buf, int64_t n) {
+    int32_t *cu = buf;
+    cu[0] = 0;
+    for (int64_t s = 0; s + 1 < n; s++)
+        cu[s + 1] = cu[s] + (int32_t)kk__attention_varlen_len(p, k == KK__AVL_T_CUK, s);
+}
+
+const kk_op kk__op_attention_varlen = {
+    .id = KK__OP_ID_attention_varlen,
+    .name = "attention_varlen",
+        .summary = "attention per sequence of a packed batch (cu_seqlens_q, cu_seqlens_k); "
+                   "GQA, causal, windows",
+        .nparams = KK__AVL_NPARAMS, .params = kk__attention_varlen_params,
+        .validate = kk__attention_varlen_validate, .describe = kk__attention_varlen_describe,
+        .flops = kk__attention_varlen_flops, .bytes = kk__op_bytes_io,
+        .reference = kk__attention_varlen_reference, .ntolerances = 3,
+        .tolerances = {{.dtype = KK_DTYPE_F32, .atol = 1e-5, .rtol = 1e-4, .l2 = 1e-5,
+                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
+                        .flags = KK_CHECK_ALLOW_NONFINITE},
+                       {.dtype = KK_DTYPE_F16, .atol = 2e-3, .rtol = 4e-3, .l2 = 5e-3,
+                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
+                        .flags = KK_CHECK_ALLOW_NONFINITE},
+                       {.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 2e-2, .l2 = 1e-2,
+                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
+                        .flags = KK_CHECK_ALLOW_NONFINITE}},
+    .fuzz = fuzz,
+    .grow_param = "Hq",
+    .fill = fill,
+    .write_input = write_input,
+};

@@ -1,4 +1,4 @@
-/* Internal: the `attention_varlen` op's registry row (src/harness/op_attention_varlen.c)
+/* Internal: the `attention_varlen` op's registry row (src/opdef/attention_varlen.c)
  * and its kernels (src/cpu/attention_varlen_cpu.c, src/cuda/kernels/attention_varlen.cu).
  *
  * Attention over a packed batch of variable-length sequences, FlashAttention's
@@ -20,11 +20,10 @@
  * be given; the harness then takes the even split (sequence s holds rows
  * floor(s T / n) .. floor((s+1) T / n) - 1). nseq, total_q, total_k,
  * max_seqlen_q and max_seqlen_k at 0 are taken from the lists. */
-#ifndef KK_HARNESS_OP_ATTENTION_VARLEN_H
-#define KK_HARNESS_OP_ATTENTION_VARLEN_H
+#ifndef KK_OPDEF_ATTENTION_VARLEN_H
+#define KK_OPDEF_ATTENTION_VARLEN_H
 
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "opdef/attention.h"
 
 enum {
     KK__AVL_NSEQ,
@@ -77,30 +76,9 @@ int kk__attention_varlen_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__attention_varlen_flops(const kk_op_params *p);
 kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *const *in,
                                          double *const *out);
-kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 
 /* The `attention` row's tolerances: the same arithmetic per sequence. */
-#define KK__ATTENTION_VARLEN_ROW                                                                   \
-    {                                                                                              \
-        .name = "attention_varlen",                                                                \
-        .summary = "attention per sequence of a packed batch (cu_seqlens_q, cu_seqlens_k); "       \
-                   "GQA, causal, windows",                                                         \
-        .nparams = KK__AVL_NPARAMS, .params = kk__attention_varlen_params,                         \
-        .validate = kk__attention_varlen_validate, .describe = kk__attention_varlen_describe,      \
-        .flops = kk__attention_varlen_flops, .bytes = kk__op_bytes_io,                             \
-        .reference = kk__attention_varlen_reference, .ntolerances = 3,                             \
-        .tolerances = {{.dtype = KK_DTYPE_F32, .atol = 1e-5, .rtol = 1e-4, .l2 = 1e-5,             \
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,                            \
-                        .flags = KK_CHECK_ALLOW_NONFINITE},                                        \
-                       {.dtype = KK_DTYPE_F16, .atol = 2e-3, .rtol = 4e-3, .l2 = 5e-3,             \
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,                            \
-                        .flags = KK_CHECK_ALLOW_NONFINITE},                                        \
-                       {.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 2e-2, .l2 = 1e-2,            \
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,                            \
-                        .flags = KK_CHECK_ALLOW_NONFINITE}},                                       \
-        .kernels = {[KK_BACKEND_CPU] = kk__attention_varlen_cpu,                                   \
-                    [KK_BACKEND_CUDA] = KK__CUDA_SLOT(kk__attention_varlen_cuda)},                 \
-        .strided = (1u << KK_BACKEND_CPU) | (1u << KK_BACKEND_CUDA)                                \
-    }
+
+extern const kk_op kk__op_attention_varlen;
 
 #endif

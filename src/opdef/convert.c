@@ -1,5 +1,5 @@
 /* The `convert` op: its parameters, tensors, work counts, reference and its
- * kernels (the CPU's is kk_convert_host, CUDA's kk__cuda_convert).
+ * kernels' contract (the CPU's is kk_convert_host, CUDA's kk__cuda_convert).
  *
  * Semantics: y[i] = x[i] rounded to dst by kk_convert_host's rules (round to
  * nearest even, IEEE overflow for f16/bf16, saturation for fp8/e2m1; see
@@ -13,16 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef KK_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "cuda/cuda_internal.h"
-#endif
-
 #include "core/error.h"
-#include "cuda/dtype_cuda.h"
-#include "harness/harness_internal.h"
-#include "harness/op_convert.h"
+#include "opdef/opdef.h"
+#include "opdef/convert.h"
 
 static const char *const cvt_dtypes[] = {"f64",      "f32",      "f16",  "bf16",
                                          "fp8_e4m3", "fp8_e5m2", "e2m1", NULL};
@@ -89,9 +82,10 @@ kk_status kk__convert_reference(const kk_op_params *p, const double *const *in,
   return st;
 }
 
+
 /* The tensors a kernel gets must be what the parameters describe, on the
  * kernel's own backend: a harness bug must not turn into a wild write. */
-static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t,
+kk_status kk__convert_check_tensors(const kk_op_params *p, kk_tensor *const *t,
                                kk_backend_kind kind) {
   kk_op_tensor d[2];
   kk__convert_describe(p, d);
@@ -108,40 +102,31 @@ static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t,
   return KK_OK;
 }
 
-kk_status kk__convert_cpu(const kk_op_params *p, kk_tensor *const *t,
-                          kk_stream stream) {
-  (void)stream;
-  kk_status st = check_tensors(p, t, KK_BACKEND_CPU);
-  if (st != KK_OK)
-    return st;
-  return kk_convert_host(t[0]->data, t[0]->dtype, t[1]->data, t[1]->dtype,
-                         (size_t)p->i[KK__CVT_N]);
+/* Longer vectors than the generic draw. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    (void)big;
+    kk__fuzz_set_int(p, "n", kk__fuzz_size(r, 5000));
 }
 
-#ifdef KK_HAVE_CUDA
-
-/* kk_op_run has made the tensors' device current; the conversion is queued on
- * `stream` and not waited for (the kernel slot's contract). */
-kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t,
-                           kk_stream stream) {
-  kk_status st = check_tensors(p, t, KK_BACKEND_CUDA);
-  if (st != KK_OK)
-    return st;
-  return kk__cuda_convert(t[0]->data, t[0]->dtype, t[1]->data, t[1]->dtype,
-                          (size_t)p->i[KK__CVT_N], stream);
+/* Every input spread over the dtype's range, a quarter of it random bits. */
+static kk__fill_rule fill(const kk_op_params *p, int k) {
+    (void)p;
+    (void)k;
+    return (kk__fill_rule){KK__FILL_SPREAD, 0};
 }
 
-#else
-
-kk_status kk__convert_cuda(const kk_op_params *p, kk_tensor *const *t,
-                           kk_stream stream) {
-  (void)p;
-  (void)t;
-  (void)stream;
-  return kk__error(
-      KK_ERR_CUDA_UNAVAILABLE, "convert",
-      "the cuda backend is unavailable: built without CUDA (configure with "
-      "-DKK_CUDA=ON)");
-}
-
-#endif
+const kk_op kk__op_convert = {
+    .id = KK__OP_ID_convert,
+    .name = "convert",
+        .summary = "y = x converted from src to dst (kk_convert_host's rounding); x, y [n]",
+        .nparams = KK__CVT_NPARAMS, .params = kk__convert_params,
+        .describe = kk__convert_describe, .flops = kk__convert_flops, .bytes = kk__convert_bytes,
+        .reference = kk__convert_reference, .ntolerances = 7,
+        .tolerances = {KK__CVT_TOL(KK_DTYPE_F64),      KK__CVT_TOL(KK_DTYPE_F32),
+                       KK__CVT_TOL(KK_DTYPE_F16),      KK__CVT_TOL(KK_DTYPE_BF16),
+                       KK__CVT_TOL(KK_DTYPE_FP8_E4M3), KK__CVT_TOL(KK_DTYPE_FP8_E5M2),
+                       KK__CVT_TOL(KK_DTYPE_E2M1)},
+    .fuzz = fuzz,
+    .grow_param = "n",
+    .fill = fill,
+};

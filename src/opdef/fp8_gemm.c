@@ -5,10 +5,10 @@
  * c[m,n] = (sa * sb) * sum_k a[m,k] * b[n,k], a [M,K] and b [N,K] K-major
  * ("TN", as cuBLASLt and torch._scaled_mm take them). The reference is the
  * definition in float64 on the exactly decoded fp8 values. */
-#include "harness/op_fp8_gemm.h"
+#include "opdef/fp8_gemm.h"
 
 #include "core/error.h"
-#include "harness/harness_internal.h"
+#include "opdef/opdef.h"
 
 static const char *const fp8_dtypes[] = {"fp8_e4m3", "fp8_e5m2", NULL};
 static const char *const out_dtypes[] = {"bf16", "f32", NULL};
@@ -80,3 +80,16 @@ kk_status kk__fp8_gemm_reference(const kk_op_params *p, const double *const *in,
         }
     return KK_OK;
 }
+
+
+
+const kk_op kk__op_fp8_gemm = {
+    .id = KK__OP_ID_fp8_gemm,
+    .name = "fp8_gemm",
+        .summary = "c = (sa.sb) a . b^T; fp8 a [M,K], b [N,K], f32 sa, sb [1]; c bf16/f32 [M,N]",
+        .nparams = KK__FP8_NPARAMS, .params = kk__fp8_gemm_params,
+        .validate = kk__fp8_gemm_validate, .describe = kk__fp8_gemm_describe,
+        .flops = kk__fp8_gemm_flops, .bytes = kk__fp8_gemm_bytes,
+        .reference = kk__fp8_gemm_reference, KK__FP8_GEMM_TOLERANCES,
+    .grow_param = "M",
+};

@@ -1,4 +1,4 @@
-/* Internal: the `fp8_gemm` op's registry row (src/harness/op_fp8_gemm.c).
+/* Internal: the `fp8_gemm` op's registry row (src/opdef/fp8_gemm.c).
  *
  * c[M,N] = (sa * sb) * sum_k a[m,k] * b[n,k]: a [M,K] and b [N,K] in fp8
  * (e4m3 or e5m2, each its own parameter; e5m2 x e5m2 is refused, as cuBLASLt
@@ -6,11 +6,10 @@
  * accumulation, c in bf16 or f32: cuBLASLt's FP8 GEMM in the TN layout
  * (ANCHORS' torch._scaled_mm). The row is a macro so that registry.c's table
  * takes it with one line. */
-#ifndef KK_HARNESS_OP_FP8_GEMM_H
-#define KK_HARNESS_OP_FP8_GEMM_H
+#ifndef KK_OPDEF_FP8_GEMM_H
+#define KK_OPDEF_FP8_GEMM_H
 
-#include "harness/op_kernels.h"
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 enum {
     KK__FP8_M,
@@ -42,15 +41,6 @@ kk_status kk__fp8_gemm_reference(const kk_op_params *p, const double *const *in,
         {.dtype = KK_DTYPE_BF16, .atol = 1e-3, .rtol = 7.8125e-3, .l2 = 5e-3,                      \
          .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
 
-#define KK__FP8_GEMM_ROW                                                                           \
-    {                                                                                              \
-        .name = "fp8_gemm",                                                                        \
-        .summary = "c = (sa.sb) a . b^T; fp8 a [M,K], b [N,K], f32 sa, sb [1]; c bf16/f32 [M,N]",  \
-        .nparams = KK__FP8_NPARAMS, .params = kk__fp8_gemm_params,                                 \
-        .validate = kk__fp8_gemm_validate, .describe = kk__fp8_gemm_describe,                      \
-        .flops = kk__fp8_gemm_flops, .bytes = kk__fp8_gemm_bytes,                                  \
-        .reference = kk__fp8_gemm_reference, KK__FP8_GEMM_TOLERANCES,                              \
-        .kernels = {[KK_BACKEND_CPU] = kk__fp8_gemm_cpu}                                           \
-    }
+extern const kk_op kk__op_fp8_gemm;
 
 #endif

@@ -1,7 +1,7 @@
 /* GEMM: c = a . b^T with a [M,K], b [N,K], c [M,N], all row-major: the "TN"
  * layout of cuBLASLt and of a Linear layer's weight (ANCHORS: y = x.W^T).
  * The reference is the definition, one dot product per output in float64. */
-#include "harness/harness_internal.h"
+#include "opdef/gemm.h"
 
 int kk__gemm_describe(const kk_op_params *p, kk_op_tensor *out) {
     const int64_t M = p->i[KK__GEMM_M], N = p->i[KK__GEMM_N], K = p->i[KK__GEMM_K];
@@ -30,3 +30,26 @@ kk_status kk__gemm_reference(const kk_op_params *p, const double *const *in, dou
         }
     return KK_OK;
 }
+
+static const kk_op_param gemm_params[KK__GEMM_NPARAMS] = {
+    [KK__GEMM_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 256, "rows of a and c"),
+    [KK__GEMM_N] = KK__P_INT("N", 1, KK__DIM_MAX, 1, 256, "rows of b, columns of c"),
+    [KK__GEMM_K] = KK__P_INT("K", 1, KK__DIM_MAX, 1, 256, "the reduced dimension: columns of a and b"),
+    [KK__GEMM_DTYPE] = KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of a, b and c"),
+};
+
+
+
+const kk_op kk__op_gemm = {
+    .id = KK__OP_ID_gemm,
+    .name = "gemm",
+     .summary = "c = a . b^T; a [M,K], b [N,K], c [M,N]",
+     .nparams = KK__GEMM_NPARAMS,
+     .params = gemm_params,
+     .describe = kk__gemm_describe,
+     .flops = kk__gemm_flops,
+     .bytes = kk__op_bytes_io,
+     .reference = kk__gemm_reference,
+     KK__FLOAT_TOLERANCES(0),
+    .grow_param = "M",
+};

@@ -8,8 +8,8 @@
  * one dtype. */
 #include <math.h>
 
-#include "harness/harness_internal.h"
-#include "harness/op_layernorm.h"
+#include "opdef/opdef.h"
+#include "opdef/layernorm.h"
 
 static const char *const norm_dtypes[] = {"f32", "f16", "bf16", NULL};
 
@@ -66,3 +66,19 @@ kk_status kk__layernorm_reference(const kk_op_params *p, const double *const *in
     }
     return KK_OK;
 }
+
+/* eps sometimes large enough that a kernel ignoring it fails. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    (void)big;
+    if (kk__rng_below(r, 2)) kk__fuzz_set_float(p, "eps", ldexp(1.0, -(int)kk__rng_below(r, 20)));
+}
+
+const kk_op kk__op_layernorm = {
+    .id = KK__OP_ID_layernorm,
+    .name = "layernorm",
+        .summary = "y = (x - mean) / sqrt(var + eps) * w + b per row; x, y [rows,n], w, b [n]",
+        .nparams = KK__LN_NPARAMS, .params = kk__layernorm_params,
+        .describe = kk__layernorm_describe, .flops = kk__layernorm_flops,
+        .bytes = kk__op_bytes_io, .reference = kk__layernorm_reference, KK__NORM_TOLERANCES,
+    .fuzz = fuzz,
+};

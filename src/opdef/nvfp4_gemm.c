@@ -3,8 +3,8 @@
  * op_nvfp4_gemm.h. The inputs arrive decoded (e2m1 and e4m3 codes to their
  * exact values, as kk_e2m1_to_f32 / kk_e4m3_to_f32 give them), so the
  * reference only dequantizes each weight and takes the dot products. */
-#include "harness/harness_internal.h"
-#include "harness/op_nvfp4_gemm.h"
+#include "opdef/opdef.h"
+#include "opdef/nvfp4_gemm.h"
 
 const kk_op_param kk__nvfp4_gemm_params[KK__NVG_NPARAMS] = {
     {.name = "M", .kind = KK_PARAM_INT, .min = 1, .max = 64, .def = 16,
@@ -47,3 +47,28 @@ kk_status kk__nvfp4_gemm_reference(const kk_op_params *p, const double *const *i
         }
     return KK_OK;
 }
+
+
+
+/* w, sw and gw drawn as nvfp4_gemv's; x (bf16) normal. */
+static kk__fill_rule fill(const kk_op_params *p, int k) {
+    kk_op_tensor t[KK_OP_MAX_TENSORS];
+    p->op->describe(p, t);
+    if (t[k].dtype == KK_DTYPE_BF16) return (kk__fill_rule){KK__FILL_NORMAL, 0};
+    if (t[k].dtype == KK_DTYPE_E2M1) return (kk__fill_rule){KK__FILL_NVFP4_CODES, 0};
+    if (t[k].dtype == KK_DTYPE_FP8_E4M3) return (kk__fill_rule){KK__FILL_NVFP4_SCALES, 0};
+    return (kk__fill_rule){KK__FILL_GLOBAL_SCALE, 0};
+}
+
+const kk_op kk__op_nvfp4_gemm = {
+    .id = KK__OP_ID_nvfp4_gemm,
+    .name = "nvfp4_gemm",
+        .summary = "y = x . (w*sw*gw)^T; x bf16 [M<=64,K], w e2m1 [N,K], sw e4m3 [N,K/16]",
+        .nparams = KK__NVG_NPARAMS, .params = kk__nvfp4_gemm_params,
+        .describe = kk__nvfp4_gemm_describe, .flops = kk__nvfp4_gemm_flops,
+        .bytes = kk__op_bytes_io, .reference = kk__nvfp4_gemm_reference, .ntolerances = 1,
+        .tolerances = {{.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 1.6e-2, .l2 = 1e-2,
+                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}},
+    .grow_param = "N",
+    .fill = fill,
+};

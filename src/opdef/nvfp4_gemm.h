@@ -1,4 +1,4 @@
-/* Internal: the `nvfp4_gemm` op's registry row (src/harness/op_nvfp4_gemm.c)
+/* Internal: the `nvfp4_gemm` op's registry row (src/opdef/nvfp4_gemm.c)
  * and its CPU kernel (src/cpu/nvfp4_gemm_cpu.c).
  *
  *   y[m,n] = sum_k x[m,k] * (w[n,k] * sw[n,k/16] * gw)
@@ -9,10 +9,10 @@
  * [N,K/16], one scale per 16 consecutive K elements (the plain layout); gw an
  * f32 global scale [1] with global=1, else 1; y bf16 [M,N], f32 accumulation.
  * K is a multiple of 64, as in nvfp4_gemv. */
-#ifndef KK_HARNESS_OP_NVFP4_GEMM_H
-#define KK_HARNESS_OP_NVFP4_GEMM_H
+#ifndef KK_OPDEF_NVFP4_GEMM_H
+#define KK_OPDEF_NVFP4_GEMM_H
 
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 enum { KK__NVG_M, KK__NVG_N, KK__NVG_K, KK__NVG_GLOBAL, KK__NVG_NPARAMS };
 
@@ -21,7 +21,6 @@ int kk__nvfp4_gemm_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__nvfp4_gemm_flops(const kk_op_params *p);
 kk_status kk__nvfp4_gemm_reference(const kk_op_params *p, const double *const *in,
                                    double *const *out);
-kk_status kk__nvfp4_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 
 /* Tolerance: y is bf16, so its one rounding (u = 2^-8, at most 2^-9 = 0.2%
  * relative) dominates; rtol 1.6e-2 = 4u and the relative L2 limit 1e-2 are
@@ -32,16 +31,7 @@ kk_status kk__nvfp4_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stre
  * |w sw gw| <= 6 * 4), under the atol of 1e-2 that covers outputs which
  * cancel to near zero. A scale from the wrong block, or a global scale
  * ignored (gw is drawn from [0.25, 0.75)), moves y by O(|y|) and fails. */
-#define KK__NVFP4_GEMM_ROW                                                                         \
-    {                                                                                              \
-        .name = "nvfp4_gemm",                                                                      \
-        .summary = "y = x . (w*sw*gw)^T; x bf16 [M<=64,K], w e2m1 [N,K], sw e4m3 [N,K/16]",        \
-        .nparams = KK__NVG_NPARAMS, .params = kk__nvfp4_gemm_params,                               \
-        .describe = kk__nvfp4_gemm_describe, .flops = kk__nvfp4_gemm_flops,                        \
-        .bytes = kk__op_bytes_io, .reference = kk__nvfp4_gemm_reference, .ntolerances = 1,         \
-        .tolerances = {{.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 1.6e-2, .l2 = 1e-2,          \
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}},                          \
-        .kernels = {[KK_BACKEND_CPU] = kk__nvfp4_gemm_cpu }                                        \
-    }
+
+extern const kk_op kk__op_nvfp4_gemm;
 
 #endif

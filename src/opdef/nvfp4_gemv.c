@@ -11,7 +11,7 @@
  * The inputs arrive decoded (e2m1 and e4m3 codes to their exact values, as
  * kk_e2m1_to_f32 / kk_e4m3_to_f32 give them), so the reference only
  * dequantizes each element and takes the dot product. */
-#include "harness/harness_internal.h"
+#include "opdef/nvfp4_gemv.h"
 #include "kernelkit/quant.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -85,3 +85,53 @@ kk_status kk__nvfp4_gemv_reference(const kk_op_params *p, const double *const *i
         }
     return KK_OK;
 }
+
+static const char *const scale_layouts[] = {"plain", "blocked", NULL};
+static const kk_op_param gemv_params[KK__GEMV_NPARAMS] = {
+    [KK__GEMV_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 128, "rows of a and c"),
+    [KK__GEMV_K] = KK__P_INT("K", 64, KK__DIM_MAX, 64, 256, "the reduced dimension, a multiple of 64"),
+    [KK__GEMV_L] = KK__P_INT("L", 1, 4096, 1, 1, "batch (outermost)"),
+    [KK__GEMV_LAYOUT] = KK__P_ENUM("scale_layout", scale_layouts, KK__GEMV_PLAIN, "plain or cuBLAS 128x4 blocked"),
+    [KK__GEMV_GLOBAL] = KK__P_BOOL("global", 0, "f32 global scales ga and gb multiply a's and b's scales"),
+};
+
+/* A batch of one half of the time. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    (void)big;
+    kk__fuzz_set_int(p, "L", kk__rng_below(r, 2) ? 1 : kk__fuzz_size(r, 4));
+}
+
+/* Scales for long K: keep c = sum of K products inside f16's range. */
+static int scale_shift(const kk_op_params *p) {
+    int shift = 0;
+    for (int64_t k = p->i[KK__GEMV_K]; k > 16384; k /= 4) shift++;
+    return shift;
+}
+
+/* e2m1 codes, e4m3 scales, f32 global scales (see kk__fill). */
+static kk__fill_rule fill(const kk_op_params *p, int k) {
+    kk_op_tensor t[KK_OP_MAX_TENSORS];
+    p->op->describe(p, t);
+    if (t[k].dtype == KK_DTYPE_E2M1) return (kk__fill_rule){KK__FILL_NVFP4_CODES, 0};
+    if (t[k].dtype == KK_DTYPE_FP8_E4M3) return (kk__fill_rule){KK__FILL_NVFP4_SCALES, scale_shift(p)};
+    return (kk__fill_rule){KK__FILL_GLOBAL_SCALE, 0};
+}
+
+const kk_op kk__op_nvfp4_gemv = {
+    .id = KK__OP_ID_nvfp4_gemv,
+    .name = "nvfp4_gemv",
+     .summary =
+         "c[l,m] = sum_k a*sa*ga * b*sb*gb; e2m1 a [L,M,K], b [L,1,K]; c f16",
+     .nparams = KK__GEMV_NPARAMS,
+     .params = gemv_params,
+     .describe = kk__nvfp4_gemv_describe,
+     .flops = kk__nvfp4_gemv_flops,
+     .bytes = kk__nvfp4_gemv_bytes,
+     .reference = kk__nvfp4_gemv_reference,
+     .ntolerances = 1,
+     .tolerances = {KK__TOL(KK_DTYPE_F16, 1e-3, 1e-3, 0.0, KK_CHECK_ELEMENTWISE,
+                        KK_CHECK_ALLOW_NONFINITE)},
+    .fuzz = fuzz,
+    .grow_param = "M",
+    .fill = fill,
+};

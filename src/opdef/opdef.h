@@ -1,82 +1,107 @@
-/* Internal: what the registry table (registry.c) needs from each op's file
- * (ref_<op>.c): parameter indices, tensor descriptions, FLOP counts and the
- * float64 references. The parameter order of each enum below is the order of
- * that op's parameter array in registry.c; tests/test_references.c checks that
- * the two agree. */
-#ifndef KK_HARNESS_INTERNAL_H
-#define KK_HARNESS_INTERNAL_H
+/* Internal: the op vocabulary every layer above core/ shares. An op is one
+ * kk_op row (defined in src/opdef/<op>.c, listed in op_list.h): parameters,
+ * tensors, FLOP and byte counts, tolerances, the float64 reference and the
+ * hooks the harness calls to draw its cases. Kernels are not here: each
+ * backend lists its own (src/backend/backend.h, kk__slot). */
+#ifndef KK_OPDEF_OPDEF_H
+#define KK_OPDEF_OPDEF_H
 
-#include "kernelkit/harness.h"
+#include "core/rng.h"
+#include "kernelkit/op.h"
 
-/* ---- gemm: c[M,N] = a[M,K] . b[N,K]^T ---- */
-enum { KK__GEMM_M, KK__GEMM_N, KK__GEMM_K, KK__GEMM_DTYPE, KK__GEMM_NPARAMS };
-int kk__gemm_describe(const kk_op_params *p, kk_op_tensor *out);
-double kk__gemm_flops(const kk_op_params *p);
-kk_status kk__gemm_reference(const kk_op_params *p, const double *const *in, double *const *out);
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-/* ---- linear: y = act(x . W^T + bias) ---- */
-enum { KK__LIN_M, KK__LIN_N, KK__LIN_K, KK__LIN_BIAS, KK__LIN_ACT, KK__LIN_DTYPE, KK__LIN_NPARAMS };
-/* Indices into the activation enum's choices. */
+/* Op ids: the position of each op in op_list.h. */
 enum {
-    KK__ACT_NONE,
-    KK__ACT_RELU,
-    KK__ACT_GELU_ERF,
-    KK__ACT_GELU_TANH,
-    KK__ACT_SILU,
-    KK__ACT_SWIGLU,
-    KK__ACT_COUNT
+#define KK_OP(name) KK__OP_ID_##name,
+#include "opdef/op_list.h"
+#undef KK_OP
+    KK__OP_COUNT
 };
-int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out);
-double kk__linear_flops(const kk_op_params *p);
-kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, double *const *out);
-/* The scalar activation (not SwiGLU, which takes two values). */
-double kk__activation_f64(int act, double x);
 
-/* ---- attention forward ---- */
-enum {
-    KK__ATT_B,
-    KK__ATT_HQ,
-    KK__ATT_HKV,
-    KK__ATT_SQ,
-    KK__ATT_SK,
-    KK__ATT_D,
-    KK__ATT_CAUSAL,
-    KK__ATT_WL,
-    KK__ATT_WR,
-    KK__ATT_SCALE,
-    KK__ATT_LSE,
-    KK__ATT_DTYPE,
-    KK__ATT_DROPOUT,
-    KK__ATT_SEED,
-    KK__ATT_OFFSET,
-    KK__ATT_NPARAMS
+/* How the harness fills one input tensor (case_inputs.c draws the values). */
+typedef enum kk__fill {
+    KK__FILL_NORMAL = 0,   /* N(0, 1) */
+    KK__FILL_SPREAD,       /* normal times 2^(-12..12), a quarter random bits: every code */
+    KK__FILL_NVFP4_CODES,  /* e2m1 codes: all 16 (GPU MODE's inputs: 0, +-0.5, +-1, +-1.5) */
+    KK__FILL_NVFP4_SCALES, /* 2^e [1, 2), e in -6..1 shifted down by `shift` (GPU MODE: 0..2) */
+    KK__FILL_GLOBAL_SCALE, /* 0.25 .. 0.75, far from 1 (GPU MODE: 1) */
+    KK__FILL_BY_OP,        /* not random: the op's write_input hook writes it */
+} kk__fill;
+
+typedef struct kk__fill_rule {
+    kk__fill kind;
+    int shift; /* KK__FILL_NVFP4_SCALES */
+} kk__fill_rule;
+
+struct kk_op {
+    int id; /* KK__OP_ID_<name> */
+    const char *name;
+    const char *summary; /* one line */
+    int nparams;
+    const kk_op_param *params;
+    /* Rules between parameters (Hq % Hkv == 0); NULL when none. Called once
+     * every parameter is in its own range. */
+    kk_status (*validate)(const kk_op_params *p);
+    /* Writes the tensors (<= KK_OP_MAX_TENSORS) and returns their count. */
+    int (*describe)(const kk_op_params *p, kk_op_tensor *out);
+    double (*flops)(const kk_op_params *p); /* exact; docs/harness.md */
+    double (*bytes)(const kk_op_params *p); /* inputs read once + outputs written once */
+    kk_op_reference_fn reference;
+    int ntolerances;
+    kk_tolerance tolerances[KK_OP_MAX_TOLERANCES];
+
+    /* ---- hooks for drawing cases (all optional) ---- */
+    /* After the fuzzer drew every parameter in range: make the draw typical
+     * of the op (GQA ratios, eps large enough to matter). big: --big. */
+    void (*fuzz)(kk__rng *r, kk_op_params *p, int big);
+    /* The parameter --big grows to fill the memory budget; NULL: the first
+     * integer parameter with a minimum >= 1. */
+    const char *grow_param;
+    /* How input `k` is filled; NULL: KK__FILL_NORMAL for every input. */
+    kk__fill_rule (*fill)(const kk_op_params *p, int k);
+    /* Writes input `k` (n elements) for a KK__FILL_BY_OP rule. */
+    void (*write_input)(const kk_op_params *p, int k, void *buf, int64_t n);
+
+    /* Test hook (kk__op_swap, src/ops/dispatch.h): in a test's copy of a row,
+     * kernels that replace the backends'. 0 in every real row. */
+    int swapped;
+    kk_op_kernel_fn swapped_kernels[KK_BACKEND_COUNT];
+    unsigned swapped_strided; /* bit (1u << backend): that kernel takes strides */
 };
-kk_status kk__attention_validate(const kk_op_params *p);
-int kk__attention_describe(const kk_op_params *p, kk_op_tensor *out);
-double kk__attention_flops(const kk_op_params *p);
-kk_status kk__attention_reference(const kk_op_params *p, const double *const *in,
-                                  double *const *out);
-/* Keys [*lo, *hi] query row i may see (empty when *hi < *lo): the one
- * definition of the mask, used by the reference and the FLOP count. */
-void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo, int64_t *hi);
-/* One row of the reference: o[D] and *lse of query row i from q[D] and the
- * kv head's rows k, v [Sk,D] (contiguous rows; s: Sk scratch doubles); bh
- * is the dropout mask's batch * Hq + head. attention_varlen's reference runs
- * it per sequence. */
-void kk__attention_ref_row(const kk_op_params *p, int64_t bh, int64_t i, double scale,
-                           const double *q, const double *k, const double *v, double *s,
-                           double *o, double *lse);
 
-/* ---- NVFP4 block-scaled GEMV (GPU MODE nvfp4_gemv) ---- */
-enum { KK__GEMV_M, KK__GEMV_K, KK__GEMV_L, KK__GEMV_LAYOUT, KK__GEMV_GLOBAL, KK__GEMV_NPARAMS };
-enum { KK__GEMV_PLAIN, KK__GEMV_BLOCKED };
-int kk__nvfp4_gemv_describe(const kk_op_params *p, kk_op_tensor *out);
-double kk__nvfp4_gemv_flops(const kk_op_params *p);
-double kk__nvfp4_gemv_bytes(const kk_op_params *p);
-kk_status kk__nvfp4_gemv_reference(const kk_op_params *p, const double *const *in,
-                                   double *const *out);
+/* The row of an op id, NULL when out of range. */
+const kk_op *kk__op_by_id(int id);
 
-/* ---- shared ---- */
+/* ---- helpers for the rows ---- */
+
+/* Caps that keep every tensor's element count below 2^63. */
+#define KK__DIM_MAX (INT64_C(1) << 24)
+#define KK__SEQ_MAX (INT64_C(1) << 20)
+
+#define KK__P_INT(nm, lo, hi, mul, d, h)                                                           \
+    {.name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = mul, .def = d, .help = h}
+#define KK__P_BOOL(nm, d, h)                                                                       \
+    {.name = nm, .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = d, .help = h}
+#define KK__P_ENUM(nm, ch, d, h) {.name = nm, .kind = KK_PARAM_ENUM, .choices = ch, .def = d, .help = h}
+#define KK__P_DTYPE(nm, ch, d, h)                                                                  \
+    {.name = nm, .kind = KK_PARAM_DTYPE, .choices = ch, .def = d, .help = h}
+#define KK__P_FLOAT(nm, lo, hi, d, h)                                                              \
+    {.name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h}
+
+#define KK__BOTH (KK_CHECK_ELEMENTWISE | KK_CHECK_L2)
+#define KK__TOL(dt, a, r, l, crit, fl)                                                             \
+    {.dtype = dt, .atol = a, .rtol = r, .l2 = l, .criteria = crit, .flags = fl}
+/* The float ops' rows: docs/harness.md ("Tolerances") gives each number. */
+#define KK__FLOAT_TOLERANCES(fl)                                                                   \
+    .ntolerances = 3,                                                                              \
+    .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-4, 1e-4, 1e-5, KK__BOTH, fl),                          \
+                   KK__TOL(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, fl),                          \
+                   KK__TOL(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, fl)}
+
+extern const char *const kk__float_dtypes[]; /* "f32", "f16", "bf16" */
 
 /* Fill one tensor description (numel computed); returns 1 so describe
  * functions can count with n += kk__tensor(...). */
@@ -86,19 +111,19 @@ int kk__tensor(kk_op_tensor *t, const char *name, kk_dtype dtype, int is_output,
 /* Bytes of every tensor of kk_op_tensors: inputs read once, outputs written once. */
 double kk__op_bytes_io(const kk_op_params *p);
 
-/* kk_op_run with the kernel slot replaced by `override` (NULL: the row's own):
- * every check and the device switch of kk_op_run, then `override`. The
- * host-overhead benchmark passes a kernel that does nothing. KK__RUN_STRICT:
- * never fall back to the CPU (the checker, so that a case reported on a device
- * ran on it: an unsupported configuration is then KK_ERR_UNSUPPORTED). */
-enum { KK__RUN_STRICT = 1u };
-kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream,
-                          kk_op_kernel_fn override, unsigned flags);
+/* ---- fuzzing helpers for the rows' fuzz hooks ---- */
 
-struct kk_case;
-/* The tensors of case c on `device`, inputs filled from its seed (bench_run.c).
- * *n is set to the count even on failure; destroy tensors[0..*n) either way. */
-kk_status kk__case_tensors(const struct kk_case *c, const char *device, kk_tensor **tensors,
-                           int *n);
+/* A size in 1..cap from a mixture kernels get wrong: 1, small odd sizes,
+ * sizes at and next to multiples of 16, 64, 128, and uniform sizes. */
+int64_t kk__fuzz_size(kk__rng *r, int64_t cap);
+/* v clamped to the parameter's range and rounded to its multiple. */
+int64_t kk__fuzz_fit_int(const kk_op_param *d, int64_t v);
+/* Set parameter `name` (integer-like: fitted to its range; float: as is);
+ * nothing when the op has no such parameter. */
+void kk__fuzz_set_int(kk_op_params *p, const char *name, int64_t v);
+void kk__fuzz_set_float(kk_op_params *p, const char *name, double v);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

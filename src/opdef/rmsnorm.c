@@ -7,8 +7,8 @@
  * torch.nn.RMSNorm with its weight; eps is added inside the square root. */
 #include <math.h>
 
-#include "harness/harness_internal.h"
-#include "harness/op_rmsnorm.h"
+#include "opdef/opdef.h"
+#include "opdef/rmsnorm.h"
 
 static const char *const norm_dtypes[] = {"f32", "f16", "bf16", NULL};
 
@@ -52,3 +52,19 @@ kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in,
     }
     return KK_OK;
 }
+
+/* eps sometimes large enough that a kernel ignoring it fails. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    (void)big;
+    if (kk__rng_below(r, 2)) kk__fuzz_set_float(p, "eps", ldexp(1.0, -(int)kk__rng_below(r, 20)));
+}
+
+const kk_op kk__op_rmsnorm = {
+    .id = KK__OP_ID_rmsnorm,
+    .name = "rmsnorm",
+        .summary = "y = x / sqrt(mean(x^2) + eps) * w per row; x, y [rows,n], w [n]",
+        .nparams = KK__RMS_NPARAMS, .params = kk__rmsnorm_params,
+        .describe = kk__rmsnorm_describe, .flops = kk__rmsnorm_flops, .bytes = kk__op_bytes_io,
+        .reference = kk__rmsnorm_reference, KK__NORM_TOLERANCES,
+    .fuzz = fuzz,
+};

@@ -1,14 +1,14 @@
-/* Internal: the `rmsnorm` op's registry row (src/harness/op_rmsnorm.c) and its
+/* Internal: the `rmsnorm` op's registry row (src/opdef/rmsnorm.c) and its
  * CPU kernel (src/cpu/rmsnorm_cpu.c).
  *
  *   y[r,:] = x[r,:] / sqrt(mean(x[r,:]^2) + eps) * w      x, y [rows, n], w [n]
  *
  * as torch.nn.RMSNorm (and the T5/LLaMA RMSNorm) with one rounding of y at the
  * end. The row is a macro so that registry.c's table takes it with one line. */
-#ifndef KK_HARNESS_OP_RMSNORM_H
-#define KK_HARNESS_OP_RMSNORM_H
+#ifndef KK_OPDEF_RMSNORM_H
+#define KK_OPDEF_RMSNORM_H
 
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 enum { KK__RMS_ROWS, KK__RMS_N, KK__RMS_EPS, KK__RMS_DTYPE, KK__RMS_NPARAMS };
 
@@ -17,7 +17,6 @@ int kk__rmsnorm_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__rmsnorm_flops(const kk_op_params *p);
 kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in,
                                 double *const *out);
-kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 
 /* Tolerances of the norms (rmsnorm, layernorm). The reference sees the
  * kernel's exact inputs, so the error is the kernel's f32 arithmetic plus the
@@ -41,14 +40,6 @@ kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
          .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}                                           \
     }
 
-#define KK__RMSNORM_ROW                                                                            \
-    {                                                                                              \
-        .name = "rmsnorm",                                                                         \
-        .summary = "y = x / sqrt(mean(x^2) + eps) * w per row; x, y [rows,n], w [n]",              \
-        .nparams = KK__RMS_NPARAMS, .params = kk__rmsnorm_params,                                  \
-        .describe = kk__rmsnorm_describe, .flops = kk__rmsnorm_flops, .bytes = kk__op_bytes_io,    \
-        .reference = kk__rmsnorm_reference, KK__NORM_TOLERANCES,                                   \
-        .kernels = {[KK_BACKEND_CPU] = kk__rmsnorm_cpu }                                           \
-    }
+extern const kk_op kk__op_rmsnorm;
 
 #endif

@@ -4,8 +4,8 @@
 #include <stdio.h>
 
 #include "core/error.h"
-#include "harness/harness_internal.h"
-#include "harness/op_rope.h"
+#include "opdef/opdef.h"
+#include "opdef/rope.h"
 
 static const char *const rope_dtypes[] = {"f32", "f16", "bf16", NULL};
 static const char *const rope_styles[] = {"neox", "gptj", NULL};
@@ -79,3 +79,32 @@ kk_status kk__rope_reference(const kk_op_params *p, const double *const *in, dou
     }
     return KK_OK;
 }
+
+/* rope: rotary_dim even and <= D (0 = all of D, then D even), positions from
+ * 0 or far out, the usual thetas. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    (void)big;
+    static const double thetas[4] = {10000.0, 500000.0, 1e6, 100.0};
+    const int64_t d = kk_op_params_int(p, "D");
+    if (kk__rng_below(r, 2)) {
+        kk__fuzz_set_int(p, "rotary_dim", 0);
+        kk__fuzz_set_int(p, "D", d + (d & 1));
+    } else {
+        const uint32_t pairs = (uint32_t)(d / 2 > 0 ? d / 2 : 1);
+        kk__fuzz_set_int(p, "rotary_dim", 2 * (1 + (int64_t)kk__rng_below(r, pairs)));
+    }
+    const uint32_t far = kk__rng_below(r, 3);
+    kk__fuzz_set_int(p, "offset",
+            far == 0 ? 0 : far == 1 ? kk__fuzz_size(r, 5000) : (int64_t)kk__rng_below(r, 1u << 20));
+    kk__fuzz_set_float(p, "theta", thetas[kk__rng_below(r, 4)]);
+}
+
+const kk_op kk__op_rope = {
+    .id = KK__OP_ID_rope,
+    .name = "rope",
+        .summary = "rotary embedding of x [B,H,S,D] at positions offset+s; neox or gptj pairs",
+        .nparams = KK__ROPE_NPARAMS, .params = kk__rope_params, .validate = kk__rope_validate,
+        .describe = kk__rope_describe, .flops = kk__rope_flops, .bytes = kk__op_bytes_io,
+        .reference = kk__rope_reference, KK__ROPE_TOLERANCES,
+    .fuzz = fuzz,
+};

@@ -1,4 +1,4 @@
-/* Internal: the `rope` op's registry row (src/harness/op_rope.c) and its CPU
+/* Internal: the `rope` op's registry row (src/opdef/rope.c) and its CPU
  * kernel (src/cpu/rope_cpu.c).
  *
  * Rotary position embedding of x [B, H, S, D] into y (same shape), as HF
@@ -7,10 +7,10 @@
  * each pair (a, b) rotated to (a cos - b sin, b cos + a sin). style neox pairs
  * element i with i + R/2 (rotate_half, GPT-NeoX and LLaMA in HF), gptj pairs
  * 2i with 2i + 1 (interleaved, GPT-J). Dimensions R..D-1 are copied. */
-#ifndef KK_HARNESS_OP_ROPE_H
-#define KK_HARNESS_OP_ROPE_H
+#ifndef KK_OPDEF_ROPE_H
+#define KK_OPDEF_ROPE_H
 
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 enum {
     KK__ROPE_B,
@@ -31,7 +31,6 @@ kk_status kk__rope_validate(const kk_op_params *p);
 int kk__rope_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__rope_flops(const kk_op_params *p);
 kk_status kk__rope_reference(const kk_op_params *p, const double *const *in, double *const *out);
-kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 /* R: rotary_dim, or D when it is 0. */
 int64_t kk__rope_rotary_dim(const kk_op_params *p);
 
@@ -55,14 +54,6 @@ int64_t kk__rope_rotary_dim(const kk_op_params *p);
          .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}                                           \
     }
 
-#define KK__ROPE_ROW                                                                               \
-    {                                                                                              \
-        .name = "rope",                                                                            \
-        .summary = "rotary embedding of x [B,H,S,D] at positions offset+s; neox or gptj pairs",    \
-        .nparams = KK__ROPE_NPARAMS, .params = kk__rope_params, .validate = kk__rope_validate,     \
-        .describe = kk__rope_describe, .flops = kk__rope_flops, .bytes = kk__op_bytes_io,          \
-        .reference = kk__rope_reference, KK__ROPE_TOLERANCES,                                      \
-        .kernels = {[KK_BACKEND_CPU] = kk__rope_cpu }                                              \
-    }
+extern const kk_op kk__op_rope;
 
 #endif

@@ -8,8 +8,8 @@
  * attention's 1/sqrt(d)); 0 gives the uniform 1/n. */
 #include <math.h>
 
-#include "harness/harness_internal.h"
-#include "harness/op_softmax.h"
+#include "opdef/opdef.h"
+#include "opdef/softmax.h"
 
 static const char *const softmax_dtypes[] = {"f32", "f16", "bf16", NULL};
 
@@ -52,3 +52,18 @@ kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in,
     }
     return KK_OK;
 }
+
+/* Scales other than 1 half of the time. */
+static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+    (void)big;
+    if (kk__rng_below(r, 2)) kk__fuzz_set_float(p, "scale", 0.05 + 4.0 * kk__rng_uniform(r));
+}
+
+const kk_op kk__op_softmax = {
+    .id = KK__OP_ID_softmax,
+    .name = "softmax", .summary = "y = softmax(x * scale) along the last dim; x, y [rows,n]",
+        .nparams = KK__SMX_NPARAMS, .params = kk__softmax_params,
+        .describe = kk__softmax_describe, .flops = kk__softmax_flops, .bytes = kk__op_bytes_io,
+        .reference = kk__softmax_reference, KK__SOFTMAX_TOLERANCES,
+    .fuzz = fuzz,
+};

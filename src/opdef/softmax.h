@@ -1,14 +1,14 @@
-/* Internal: the `softmax` op's registry row (src/harness/op_softmax.c) and its
+/* Internal: the `softmax` op's registry row (src/opdef/softmax.c) and its
  * CPU kernel (src/cpu/softmax_cpu.c).
  *
  *   y[r,:] = softmax(x[r,:] * scale)      x, y [rows, n]
  *
  * along the last dimension, numerically stable (the row's maximum is
  * subtracted first), as torch.softmax(x * scale, dim=-1). */
-#ifndef KK_HARNESS_OP_SOFTMAX_H
-#define KK_HARNESS_OP_SOFTMAX_H
+#ifndef KK_OPDEF_SOFTMAX_H
+#define KK_OPDEF_SOFTMAX_H
 
-#include "kernelkit/harness.h"
+#include "opdef/opdef.h"
 
 enum { KK__SMX_ROWS, KK__SMX_N, KK__SMX_SCALE, KK__SMX_DTYPE, KK__SMX_NPARAMS };
 
@@ -17,7 +17,6 @@ int kk__softmax_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__softmax_flops(const kk_op_params *p);
 kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in,
                                 double *const *out);
-kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 
 /* Tolerances. Every y is positive and nothing cancels, so the error is
  * relative: with t = scale * (x - max x) (computed in that order, so t's own
@@ -41,13 +40,6 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
          .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}                                           \
     }
 
-#define KK__SOFTMAX_ROW                                                                            \
-    {                                                                                              \
-        .name = "softmax", .summary = "y = softmax(x * scale) along the last dim; x, y [rows,n]",  \
-        .nparams = KK__SMX_NPARAMS, .params = kk__softmax_params,                                  \
-        .describe = kk__softmax_describe, .flops = kk__softmax_flops, .bytes = kk__op_bytes_io,    \
-        .reference = kk__softmax_reference, KK__SOFTMAX_TOLERANCES,                                \
-        .kernels = {[KK_BACKEND_CPU] = kk__softmax_cpu }                                           \
-    }
+extern const kk_op kk__op_softmax;
 
 #endif

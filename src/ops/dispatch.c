@@ -1,6 +1,6 @@
 /* kk_op_run: run a registered op on tensors where they live, through the
- * registry row's kernel slot for the tensors' backend, or on the CPU with one
- * warning when that backend lacks the op (DESIGN.md: "an op a backend lacks
+ * kernel slot of the tensors' backend (its table's `slots`), or on the CPU
+ * with one warning when that backend lacks the op (DESIGN.md: "an op a backend lacks
  * falls back to the CPU backend with one logged warning, never silently").
  *
  * Every tensor is checked against what the parameters describe before any
@@ -13,11 +13,83 @@
 
 #include "core/error.h"
 #include "core/log_internal.h"
-#include "cuda/cuda_internal.h"
-#include "harness/harness_internal.h"
-#include "kernelkit/harness_run.h"
+#include "ops/dispatch.h"
 
 #define FUNC "kk_op_run"
+
+/* ---- the slot table: each backend's `slots`, by op id ---- */
+
+kk__slot kk__op_slot(const kk_op *op, kk_backend_kind backend) {
+  const kk__backend *b = kk__backend_get(backend);
+  kk__slot none = {NULL, 0};
+  if (!op || !b)
+    return none;
+  const kk__slot *own =
+      b->slots && op->id >= 0 && op->id < KK__OP_COUNT ? b->slots[op->id] : NULL;
+  if (op->swapped) {
+    kk__slot swapped = {op->swapped_kernels[backend],
+                        (int)(op->swapped_strided >> backend) & 1};
+    return swapped;
+  }
+  return own ? *own : none;
+}
+
+unsigned kk_op_backends(const kk_op *op) {
+  unsigned mask = 0;
+  for (int b = 0; op && b < KK_BACKEND_COUNT; b++)
+    if (kk__op_slot(op, (kk_backend_kind)b).run)
+      mask |= 1u << b;
+  return mask;
+}
+
+int kk_op_has_kernel(const kk_op *op, kk_backend_kind backend) {
+  return (int)backend >= 0 && backend < KK_BACKEND_COUNT &&
+         kk__op_slot(op, backend).run != NULL;
+}
+
+kk_status kk_op_backends_format(const kk_op *op, char *buf, size_t size) {
+    kk_status st = KK__CHECK_NOT_NULL(op);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(buf);
+    if (st != KK_OK || size == 0) return st;
+    buf[0] = '\0';
+    for (int b = 0; b < KK_BACKEND_COUNT; b++)
+        if (kk_op_has_kernel(op, (kk_backend_kind)b)) {
+            const size_t used = strlen(buf);
+            snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
+                     kk_backend_name((kk_backend_kind)b));
+        }
+    if (!buf[0]) snprintf(buf, size, "none");
+    return KK_OK;
+}
+
+static void swap_begin(kk_op *row) {
+  if (row->swapped)
+    return;
+  row->swapped_strided = 0;
+  for (int b = 0; b < KK_BACKEND_COUNT; b++) {
+    const kk__slot own = kk__op_slot(row, (kk_backend_kind)b);
+    row->swapped_kernels[b] = own.run;
+    row->swapped_strided |= own.strided ? 1u << b : 0;
+  }
+  row->swapped = 1;
+}
+
+void kk__op_swap(kk_op *row, kk_backend_kind backend, kk_op_kernel_fn kernel) {
+  swap_begin(row);
+  row->swapped_kernels[backend] = kernel;
+}
+
+void kk__op_swap_none(kk_op *row) {
+  swap_begin(row);
+  for (int b = 0; b < KK_BACKEND_COUNT; b++)
+    row->swapped_kernels[b] = NULL;
+}
+
+void kk__op_swap_strided(kk_op *row, kk_backend_kind backend, int strided) {
+  swap_begin(row);
+  row->swapped_strided = (row->swapped_strided & ~(1u << backend)) |
+                         (strided ? 1u << backend : 0);
+}
 
 static void shape_text(const int64_t *shape, int ndim, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "[");
@@ -54,11 +126,12 @@ static kk_status check_tensor(const kk_op_params *p, const kk_op_tensor *want,
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name, e,
                          "shape %s", got);
   }
-  const int strided_ok = (p->op->strided >> t->device_kind) & 1u &&
-                        (t->ndim == 0 || t->strides[t->ndim - 1] == 1);
+  const int strided = kk__op_slot(p->op, t->device_kind).strided;
+  const int strided_ok =
+      strided && (t->ndim == 0 || t->strides[t->ndim - 1] == 1);
   if (!kk_tensor_is_contiguous(t) && !strided_ok)
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
-                         (p->op->strided >> t->device_kind) & 1u
+                         strided
                              ? "the innermost dimension contiguous (stride 1)"
                              : "a contiguous tensor (kk_tensor_copy into a new "
                                "tensor makes one)",
@@ -83,16 +156,13 @@ static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *tensors,
 
 /* ---- the CPU fallback ---- */
 
-static atomic_uint warned[64]; /* per op: a bit per backend that has warned */
+static atomic_uint warned[KK__OP_COUNT]; /* per op: a bit per backend that has warned */
 
 static void warn_once(const kk_op *op, const kk_tensor *t, const char *why) {
-  int row =
-      -1; /* by name: a caller's copy of a row shares its original's flag */
-  for (int i = 0; i < kk_op_count() && row < 0; i++)
-    if (strcmp(kk_op_at(i)->name, op->name) == 0)
-      row = i;
+  /* by id: a test's copy of a row shares its original's flag */
   const unsigned bit = 1u << t->device_kind;
-  if (row >= 0 && row < 64 && (atomic_fetch_or(&warned[row], bit) & bit))
+  if (op->id >= 0 && op->id < KK__OP_COUNT &&
+      (atomic_fetch_or(&warned[op->id], bit) & bit))
     return;
   KK_LOG(KK_LOG_WARN, "kernelkit.ops",
          "the device's kernel does not run this; running it on the CPU",
@@ -112,7 +182,7 @@ static kk_status run_on_cpu(const kk_op_params *p, kk_tensor *const *tensors,
       st = kk_tensor_copy(host[k], tensors[k]);
   }
   if (st == KK_OK)
-    st = p->op->kernels[KK_BACKEND_CPU](p, host, NULL);
+    st = kk__op_slot(p->op, KK_BACKEND_CPU).run(p, host, NULL);
   for (int k = 0; st == KK_OK && k < n; k++)
     if (want[k].is_output && want[k].numel)
       st = kk_tensor_copy(tensors[k], host[k]);
@@ -161,10 +231,10 @@ kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors,
     return st;
   const kk_tensor *t0 = tensors[0];
   const kk_op_kernel_fn kernel =
-      override ? override : p->op->kernels[t0->device_kind];
+      override ? override : kk__op_slot(p->op, t0->device_kind).run;
   const int can_fall_back = !(flags & KK__RUN_STRICT) &&
                             t0->device_kind != KK_BACKEND_CPU &&
-                            p->op->kernels[KK_BACKEND_CPU];
+                            kk__op_slot(p->op, KK_BACKEND_CPU).run;
   if (!kernel) {
     if (can_fall_back)
       return fall_back(p, tensors, stream, n, want, "no kernel for this op");
@@ -174,11 +244,12 @@ kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors,
                      "no kernel for %s on %s (kernels: %s)", p->op->name,
                      t0->device, have);
   }
-  if (t0->device_kind == KK_BACKEND_CPU)
-    return kernel(p, tensors, NULL);
+  const kk__backend *backend = kk__backend_get(t0->device_kind);
+  if (!backend->call_on_device)
+    return kernel(p, tensors, backend->stream_sync ? stream : NULL);
   launch_job j = {
       .p = p, .tensors = tensors, .stream = stream, .kernel = kernel};
-  st = kk__cuda_call_on_device(t0->device_index, launch, &j);
+  st = backend->call_on_device(backend->context, t0->device_index, launch, &j);
   /* A slot answers KK_ERR_UNSUPPORTED, having enqueued nothing, for a
    * configuration its kernels do not cover (an f32 attention on CUDA). */
   if (st == KK_ERR_UNSUPPORTED && can_fall_back) {
@@ -195,7 +266,9 @@ kk_status kk_op_synchronize(const char *device, kk_stream stream) {
   kk_status st = kk_device_parse(device, &kind, &index);
   if (st != KK_OK)
     return st;
-  if (kind == KK_BACKEND_CPU)
+  const kk__backend *backend = kk__backend_get(kind);
+  if (!backend->stream_sync)
     return KK_OK;
-  return kk__cuda_stream_sync(index, stream, "kk_op_synchronize");
+  return backend->stream_sync(backend->context, index, stream,
+                              "kk_op_synchronize");
 }

@@ -14,8 +14,9 @@
 #include "cuda/kernels/attention_decode.cuh"
 #include "cuda/kernels/attention_hopper.cuh"
 #include "cuda/kernels/launch_util.cuh"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "cuda/cuda_kernels.h"
+#include "opdef/attention.h"
+#include "cuda/cuda_kernels.h"
 
 extern "C" {
 #include "core/error.h"
@@ -165,3 +166,5 @@ extern "C" kk_status kk__attention_cuda(const kk_op_params *op, kk_tensor *const
                               cudaGetErrorString(e), "the attention kernel failed to launch");
     return KK_OK;
 }
+
+extern "C" const kk__slot kk__attention_cuda_slot = {kk__attention_cuda, 1};

@@ -20,7 +20,8 @@
 
 extern "C" {
 #include "core/error.h"
-#include "harness/op_attention_varlen.h"
+#include "cuda/cuda_kernels.h"
+#include "opdef/attention_varlen.h"
 }
 
 namespace {
@@ -156,3 +157,5 @@ extern "C" kk_status kk__attention_varlen_cuda(const kk_op_params *op, kk_tensor
                               cudaGetErrorString(e), "the attention kernel failed to launch");
     return KK_OK;
 }
+
+extern "C" const kk__slot kk__attention_varlen_cuda_slot = {kk__attention_varlen_cuda, 1};

@@ -49,8 +49,9 @@
 
 #include "core/quant_math.h"
 #include "cuda/kernels/convert.cuh"
-#include "harness/harness_internal.h"
-#include "harness/op_kernels.h"
+#include "cuda/cuda_kernels.h"
+#include "opdef/nvfp4_gemv.h"
+#include "cuda/cuda_kernels.h"
 
 extern "C" {
 #include "core/error.h"
@@ -335,3 +336,5 @@ extern "C" kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *co
     default: return emulate<0, 8>(g, blocks);
     }
 }
+
+extern "C" const kk__slot kk__nvfp4_gemv_cuda_slot = {kk__nvfp4_gemv_cuda, 0};

@@ -1,0 +1,19 @@
+/* Internal: every op's header, for code that reads several ops' parameter
+ * indices (the tests). */
+#ifndef KK_OPDEF_ALL_OPS_H
+#define KK_OPDEF_ALL_OPS_H
+
+#include "opdef/attention.h"
+#include "opdef/attention_varlen.h"
+#include "opdef/convert.h"
+#include "opdef/fp8_gemm.h"
+#include "opdef/gemm.h"
+#include "opdef/layernorm.h"
+#include "opdef/linear.h"
+#include "opdef/nvfp4_gemm.h"
+#include "opdef/nvfp4_gemv.h"
+#include "opdef/rmsnorm.h"
+#include "opdef/rope.h"
+#include "opdef/softmax.h"
+
+#endif
