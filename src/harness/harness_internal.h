@@ -94,6 +94,11 @@ double kk__op_bytes_io(const kk_op_params *p);
 enum { KK__RUN_STRICT = 1u };
 kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream,
                           kk_op_kernel_fn override, unsigned flags);
+/* For the host-overhead benchmark only: a kernel that kk__op_run_with runs on
+ * this thread, instead of the row's slot, when its `override` is NULL (so a
+ * typed entry point of kernelkit/ops.h can be timed with a kernel that does
+ * nothing). NULL clears it. */
+void kk__op_run_set_thread_override(kk_op_kernel_fn kernel);
 
 struct kk_case;
 /* The tensors of case c on `device`, inputs filled from its seed (bench_run.c).
