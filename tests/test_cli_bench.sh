@@ -30,7 +30,13 @@ done
 check host-overhead  0 "^host-overhead/convert/dispatch +median .* n=200 x 64 calls  goal < 5 us: (met|MISSED)" \
       -- "$cli" bench --device cpu --host-overhead --op convert -o "$tmp/h.json"
 check host-file      0 '"op":[[:space:]]+"host_overhead"' -- cat "$tmp/h.json"
+# the typed entry point (kk_convert) beside kk_op_run, in the table and the file
+check host-entry     0 "^host-overhead/convert/entry +median .* n=200 x 64 calls  goal < 5 us: (met|MISSED)" \
+      -- "$cli" bench --device cpu --host-overhead --op convert
+check host-entry-file 0 '"name":[[:space:]]+"host-overhead/convert/entry"' -- cat "$tmp/h.json"
 check host-every-op  0 "^host-overhead/convert/dispatch" -- "$cli" bench --device cpu --host-overhead
+# every op has an entry point: one entry row per dispatch row
+check host-entry-every-op 0 "^([1-9][0-9]*) entry rows for \\1 dispatch rows$" -- bash -c "'$cli' bench --device cpu --host-overhead | awk '/^host-overhead\/.*\/dispatch /{d++} /^host-overhead\/.*\/entry /{e++} END{print e \" entry rows for \" d \" dispatch rows\"}'"
 check host-suite     2 "--host-overhead takes --op or no case" \
       -- "$cli" bench --device cpu --host-overhead --suite smoke
 # --import: samples timed elsewhere become anchors paired with KernelKit's entries

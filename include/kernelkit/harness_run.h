@@ -258,6 +258,14 @@ typedef struct kk_host_overhead {
      * `launch`, so what KernelKit adds is launch - bare. */
     struct kk_bench_measurement *bare;
     int has_launch, has_bare;
+    /* Optional (may be NULL): the op's typed entry point of kernelkit/ops.h
+     * (kk_attention, kk_rmsnorm, ...) called on the same tensors with the same
+     * do-nothing kernel, so what the entry point adds to kk_op_run (reading
+     * the shapes, filling the parameters) is entry - dispatch. Its batches
+     * alternate with dispatch's, so both see the same machine. has_entry = 1
+     * when measured (every op has an entry point). */
+    struct kk_bench_measurement *entry;
+    int has_entry;
 } kk_host_overhead;
 
 #define KK_HOST_OVERHEAD_GOAL_S 5e-6 /* the goal per call (issue 4) */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "kernelkit/status.h"
+#include "kernelkit/memory.h"
 #include "kernelkit/tensor.h"
 
 #ifdef __cplusplus
@@ -113,6 +114,68 @@ KK_API kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, con
 KK_API kk_status kk_nvfp4_gemv(const kk_tensor *a, const kk_tensor *sa, const kk_tensor *b,
                                const kk_tensor *sb, const kk_tensor *ga, const kk_tensor *gb,
                                kk_tensor *c, kk_stream stream);
+
+/* y = x / sqrt(mean(x^2) + eps) * w along the last dimension (torch.nn.RMSNorm
+ * with its weight): x, y [rows,n], w [n]; one dtype, f32, f16 or bf16; eps in
+ * 1e-12..1 (1e-6 is usual). A tensor of more dimensions is normalized as the
+ * [rows,n] view kk_tensor_reshape gives. */
+KK_API kk_status kk_rmsnorm(const kk_tensor *x, const kk_tensor *w, kk_tensor *y, double eps,
+                            kk_stream stream);
+
+/* y = (x - mean) / sqrt(var + eps) * w + b along the last dimension, with the
+ * biased variance (torch.nn.LayerNorm): x, y [rows,n]; w, b [n] both, or both
+ * NULL for no affine transform; one dtype, f32, f16 or bf16; eps in 1e-12..1
+ * (1e-5 is usual). */
+KK_API kk_status kk_layernorm(const kk_tensor *x, const kk_tensor *w, const kk_tensor *b,
+                              kk_tensor *y, double eps, kk_stream stream);
+
+/* y = softmax(scale * x) along the last dimension: x, y [rows,n]; one dtype,
+ * f32, f16 or bf16; scale in 0..1e4 (1 for the plain softmax, 1/temperature
+ * otherwise; 0 gives the uniform 1/n). */
+KK_API kk_status kk_softmax(const kk_tensor *x, kk_tensor *y, double scale, kk_stream stream);
+
+typedef enum kk_rope_style {
+    KK_ROPE_NEOX = 0, /* pairs (i, i + R/2): rotate_half, GPT-NeoX and LLaMA in HF */
+    KK_ROPE_GPTJ      /* pairs (2i, 2i + 1): interleaved, GPT-J */
+} kk_rope_style;
+
+typedef struct kk_rope_options {
+    int64_t rotary_dim;  /* R, the dimensions rotated: even, <= D; 0 = D (D even) */
+    int64_t offset;      /* position of s = 0 (the cache length when decoding), 0..2^24 */
+    double theta;        /* frequency base: f_i = theta^(-2i/R), 1..1e9 */
+    kk_rope_style style;
+} kk_rope_options;
+
+/* Every dimension rotated, positions from 0, theta 10000, NeoX pairs. */
+#define KK_ROPE_OPTIONS_INIT {0, 0, 10000.0, KK_ROPE_NEOX}
+KK_API void kk_rope_options_init(kk_rope_options *opt);
+
+/* Rotary position embedding as HF transformers applies it: x, y [B,H,S,D], one
+ * dtype, f32, f16 or bf16; position p = offset + s, each pair (a, b) of the
+ * first R dimensions rotated by p * f_i to (a cos - b sin, b cos + a sin), the
+ * rest copied. opt NULL = KK_ROPE_OPTIONS_INIT. */
+KK_API kk_status kk_rope(const kk_tensor *x, kk_tensor *y, const kk_rope_options *opt,
+                         kk_stream stream);
+
+/* FP8 GEMM with per-tensor scales, as torch._scaled_mm(a, b.t(), scale_a,
+ * scale_b) and cuBLASLt's TN layout: c = (scale_a * scale_b) a . b^T; a [M,K]
+ * and b [N,K] fp8_e4m3 or fp8_e5m2 (not both e5m2), scale_a, scale_b f32 [1],
+ * c [M,N] bf16 or f32 (its dtype is the output's); f32 accumulation. */
+KK_API kk_status kk_fp8_gemm(const kk_tensor *a, const kk_tensor *b, const kk_tensor *scale_a,
+                             const kk_tensor *scale_b, kk_tensor *c, kk_stream stream);
+
+/* NVFP4 weights times bf16 activations (a Linear layer with NVFP4 weights at
+ * decode time): y[m,n] = sum_k x[m,k] w[n,k] sw[n,k/16] gw. x bf16 [M,K] with
+ * M <= 64, K a multiple of 64; w e2m1 [N,K] (two per byte, low nibble first);
+ * sw e4m3 [N,K/16]; gw f32 [1] or NULL (1); y bf16 [M,N]; f32 accumulation. */
+KK_API kk_status kk_nvfp4_gemm(const kk_tensor *x, const kk_tensor *w, const kk_tensor *sw,
+                               const kk_tensor *gw, kk_tensor *y, kk_stream stream);
+
+/* y = x converted to y's dtype, element by element, bit for bit as
+ * kk_convert_host (kernelkit/dtype.h): any of f64, f32, f16, bf16, fp8_e4m3,
+ * fp8_e5m2, e2m1 to any; x and y of any shapes with the same element count
+ * (at least 1), contiguous. */
+KK_API kk_status kk_convert(const kk_tensor *x, kk_tensor *y, kk_stream stream);
 
 #ifdef __cplusplus
 }

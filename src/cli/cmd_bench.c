@@ -555,10 +555,10 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
     for (int i = 0; i < l->n; i++) {
         const kk_op *op = l->v[i].c.params.op;
         if (op == done || (o->filter && !strstr(l->v[i].name, o->filter))) continue;
-        kk_bench_measurement dispatch, launch, bare;
+        kk_bench_measurement dispatch, launch, bare, entry;
         /* the runtime's own launch cost once, as the floor of every op's */
         kk_host_overhead h = {.dispatch = &dispatch, .launch = &launch,
-                              .bare = bare_done ? NULL : &bare};
+                              .bare = bare_done ? NULL : &bare, .entry = &entry};
         progress_show(i + 1, l->n, l->v[i].name);
         const kk_status st_h = kk_op_host_overhead(&l->v[i].c, device, 0, 0, &h);
         const int more = i + 1 < l->n && l->v[i + 1].c.params.op == op;
@@ -578,8 +578,10 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
         }
         done = op;
         ran += add_overhead_entry(r, kk_op_name(op), "dispatch", &dispatch);
+        if (h.has_entry) add_overhead_entry(r, kk_op_name(op), "entry", &entry);
         if (h.has_launch) add_overhead_entry(r, kk_op_name(op), "dispatch+launch", &launch);
         kk_bench_measurement_free(&dispatch);
+        if (h.has_entry) kk_bench_measurement_free(&entry);
         if (h.has_launch) kk_bench_measurement_free(&launch);
     }
     rc = failed ? CLI_FAILED : ran ? CLI_OK : CLI_USAGE;

@@ -17,6 +17,12 @@ enum { KK__RUN_STRICT = 1u };
 kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream,
                           kk_op_kernel_fn override, unsigned flags);
 
+/* For the host-overhead benchmark only: a kernel that kk__op_run_with runs on
+ * this thread, instead of the backend's slot, when its `override` is NULL (so
+ * a typed entry point of kernelkit/ops.h can be timed with a kernel that does
+ * nothing). NULL clears it. */
+void kk__op_run_set_thread_override(kk_op_kernel_fn kernel);
+
 /* Test hooks, on a test's own copy of a row (kk_op row = *op): from now on
  * `backend` runs `kernel` for it (NULL: no kernel) wherever the row is used
  * (kk_op_run, the checker, the runner); the other backends keep theirs.

@@ -1,0 +1,80 @@
+/* Internal: what the typed entry points of kernelkit/ops.h share (one file per
+ * op under src/ops/). An entry point reads the sizes off its tensors' shapes,
+ * fills the op's registry parameters by index (p.i[KK__...], p.f[KK__...]) and
+ * calls kk_op_run, which validates them, checks every tensor and dispatches:
+ * no text is formatted or parsed on the way, so an entry point costs little
+ * more than kk_op_run itself (`kernelkit bench --host-overhead` measures
+ * both).
+ *
+ *   static kk__op_row row = KK__OP_ROW("softmax");
+ *   kk_op_params p;
+ *   kk_status st = kk__entry_need("softmax", "x", x, 2);
+ *   if (st == KK_OK) st = kk__entry_params(&row, &p);
+ *   if (st != KK_OK) return st;
+ *   p.i[KK__SMX_ROWS] = x->shape[0]; ...
+ *   return kk__entry_run(&p, (const kk_tensor *[]){x, y}, 2, stream, NULL, 0); */
+#ifndef KK_OPS_ENTRY_H
+#define KK_OPS_ENTRY_H
+
+#include <stdatomic.h>
+
+#include "kernelkit/ops.h"
+#include "opdef/opdef.h"
+
+/* An op's registry row and its parameters at their defaults, looked up on the
+ * first call and kept: later calls pay one atomic load and a copy instead of
+ * a search of the table and kk_op_params_init (which parses the defaults of
+ * LIST parameters from text). */
+typedef struct kk__op_row {
+    const char *name;
+    atomic_int state; /* ROW_EMPTY, ROW_FILLING (one thread), ROW_READY: entry.c */
+    kk_op_params defaults;
+} kk__op_row;
+
+#define KK__OP_ROW(op_name) {.name = (op_name)}
+
+/* A tensor the op needs: present, with `ndim` dimensions (any when ndim < 0:
+ * kk_op_run checks its shape). Errors name the op and the argument. */
+kk_status kk__entry_need(const char *op, const char *argument, const kk_tensor *t, int ndim);
+
+/* `row`'s parameters at their defaults, ready to be set by index. */
+kk_status kk__entry_params(kk__op_row *row, kk_op_params *p);
+
+/* The entry point's argument a parameter comes from, so that an error about
+ * that parameter names what the caller wrote: the dtype from "x", theta from
+ * "opt->theta". */
+typedef struct kk__entry_arg {
+    int param;            /* index into the op's parameters */
+    const char *argument; /* "x", "opt->theta" */
+} kk__entry_arg;
+
+/* kk_op_run on tensors[0..n) (kk_op_tensors order; inputs are only read),
+ * which validates p first. When p is invalid in a parameter listed in
+ * args[0..nargs), the error is recorded again naming that argument. */
+kk_status kk__entry_run(const kk_op_params *p, const kk_tensor *const *tensors, int n,
+                        kk_stream stream, const kk__entry_arg *args, int nargs);
+
+/* ---- the host-overhead benchmark's adapters ----
+ *
+ * Each calls its op's typed entry point with the tensors of a case (in
+ * kk_op_tensors order) and the scalar options of its parameters, so that
+ * kk_op_host_overhead can time the entry point beside kk_op_run on the same
+ * case. They have a kernel slot's signature; they live in src/ops/<op>.c. */
+kk_status kk__gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__linear_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__attention_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__attention_varlen_entry(const kk_op_params *p, kk_tensor *const *t,
+                                     kk_stream stream);
+kk_status kk__nvfp4_gemv_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__rmsnorm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__layernorm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__softmax_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__rope_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__fp8_gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__nvfp4_gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+kk_status kk__convert_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+
+/* The adapter of op `name`; NULL when the op has no typed entry point. */
+kk_op_kernel_fn kk__entry_adapter(const char *name);
+
+#endif
