@@ -23,7 +23,7 @@ cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_AR
 cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_attention >> "$LOGS/build.log" 2>&1 ||
   { grep -E "error" -A3 "$LOGS/build.log" | head -40; exit 1; }
 k=./$b/kernelkit
-(cuobjdump --dump-resource-usage $b/CMakeFiles/kernelkit_objects.dir/src/cuda/kernels/attention_hopper.cu.o 2>&1 | grep -E "Function|REG" | head -40) > "$LOGS/resources.txt"
+(cuobjdump --dump-resource-usage $b/CMakeFiles/kernelkit_objects.dir/src/cuda/kernels/attention_sm90.cu.o 2>&1 | grep -E "Function|REG" | head -40) > "$LOGS/resources.txt"
 
 echo "== GPU test (fresh seed)"
 timeout 300 ./$b/tests/test_cuda_attention > "$LOGS/test.txt" 2>&1; echo "exit $? $(grep -E 'seed|PASSED|FAILED' "$LOGS/test.txt" | tr '\n' ' ' | cut -c1-300)"

@@ -16,17 +16,8 @@ declare -A may=(
   [harness]="core opdef backend ops harness"
   [cli]="cli"
 )
-# Known exceptions, each to be removed when its hook moves behind the backend
-# table (docs/architecture.md, "Left to do").
+# Known exceptions (docs/architecture.md says why each stays).
 known=(
-  "cpu/calibrate_cpu.c harness"
-  "cuda/calibrate_cuda.c harness"
-  "cuda/bench_cuda.c harness"
-  "cuda_off/bench_off.c harness"
-  "cuda_off/calibrate_off.c harness"
-  "backend/quant.c cuda"
-  "harness/measure.c cuda"
-  "harness/environment.c cuda"
   "core/tensor.c backend"
 )
 bad=0

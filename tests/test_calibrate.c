@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cuda/cublaslt_dl.h"
+#include "cuda/bench_cuda.h"
 #include "harness/calibrate_internal.h"
 #include "kernelkit/calibrate.h"
 
@@ -217,9 +218,9 @@ static void test_cublaslt_and_gpu_paths(void **state) {
     kk_calibrate_options o;
     kk_calibrate_options_default(&o);
     o.quick = 1;
-    kk_assert_status(kk__calibrate_cuda_gemm(0, 0, &o, &c), KK_ERR_CUDA_UNAVAILABLE);
+    kk_assert_status(kk__calibrate_cuda_gemm(0, 0, &o, kk__calibrate_measure, &c), KK_ERR_CUDA_UNAVAILABLE);
     assert_int_equal(c.available, 0);
-    kk_assert_status(kk__calibrate_cuda_gemm(0, 1, &o, &c), KK_ERR_CUDA_UNAVAILABLE);
+    kk_assert_status(kk__calibrate_cuda_gemm(0, 1, &o, kk__calibrate_measure, &c), KK_ERR_CUDA_UNAVAILABLE);
     kk_calibration cal;
     kk_status st = kk_calibrate("cuda:0", &o, &cal);
     assert_true(kk_status_is(st, KK_ERR_CUDA_UNAVAILABLE) || st == KK_ERR_INVALID_ARGUMENT);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/memory_internal.h"
+#include "cuda/bench_cuda.h"
 #include "harness/measure_internal.h"
 #include "kernelkit/bench.h"
 

@@ -268,7 +268,7 @@ typedef struct kk_host_overhead {
     int has_entry;
 } kk_host_overhead;
 
-#define KK_HOST_OVERHEAD_GOAL_S 5e-6 /* the goal per call (issue 4) */
+#define KK_HOST_OVERHEAD_GOAL_S 5e-6 /* the goal per call */
 
 /* Measure case c's op on `device` (its tensors allocated there, inputs from c's
  * seed). samples: how many batches (0 = 200); calls_per_sample (0 = 64).

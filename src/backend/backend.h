@@ -1,7 +1,7 @@
 /* Internal: the backend interface and the registry.
  *
  * A backend is a table of function pointers plus a context pointer (the model
- * is ggml's ggml-backend). The registry (src/backend/registry.c) is an array
+ * is ggml's ggml-backend). The registry (src/backend/backends.c) is an array
  * indexed by kk_backend_kind that points at one table per backend. The public
  * device API (include/kernelkit/device.h) is implemented once, in registry.c,
  * on top of these tables, so a backend never sees a device spec string.
@@ -9,7 +9,7 @@
  * Adding a backend (HIP, OpenCL, ...):
  *   1. a value in kk_backend_kind (include/kernelkit/device.h),
  *   2. a folder src/<name>/ that defines `const kk__backend kk__<name>_backend`,
- *   3. one line in k_registry[] in src/backend/registry.c (and its extern below).
+ *   3. one line in k_registry[] in src/backend/backends.c (and its extern below).
  * A backend that is compiled out still registers a table (see src/cuda_off/) so
  * that it can say why it is unavailable.
  *
@@ -32,6 +32,7 @@
 #include <stddef.h>
 
 #include "kernelkit/device.h"
+#include "backend/timer.h"
 #include "opdef/opdef.h"
 
 /* A backend's kernel for one op. */
@@ -102,7 +103,41 @@ typedef struct kk__backend {
     /* Wait for the work enqueued on `stream` (NULL: the default stream); a
      * failure of that work is KK_ERR_KERNEL_LAUNCH. NULL: work is synchronous. */
     kk_status (*stream_sync)(void *ctx, int index, kk_stream stream, const char *func);
+
+    /* ---- the sampler and calibration (backend/timer.h) ---- */
+    /* A timer for kk_bench_measure on device `index` (`o` validated; its
+     * flush_bytes 0 means the device's default). NULL: the harness times
+     * with the host clock around the calls, as on the CPU. */
+    kk_status (*timer_create)(void *ctx, int index, kk_bench_fn fn, void *fn_ctx,
+                              const kk_bench_options *o, kk__bench_timer *out);
+    /* Measure every ceiling of device `index` into `cal` with `measure`, or
+     * mark it unavailable with a reason. NULL: nothing to calibrate. */
+    kk_status (*calibrate)(void *ctx, int index, const kk_calibrate_options *o,
+                           kk__calibrate_measure_fn measure, kk_calibration *cal);
+    /* Runtime and driver versions (13000 = 13.0) for results files. NULL: none. */
+    void (*versions)(void *ctx, int *runtime, int *driver);
+    /* A non-blocking stream on device `index`, made current (the previous one
+     * in *prev), and its release: the host-overhead benchmark launches on it.
+     * NULL: the backend has no streams. */
+    kk_status (*stream_create)(void *ctx, int index, int *prev, kk_stream *out);
+    void (*stream_destroy)(void *ctx, kk_stream stream, int prev);
+    /* Enqueue the smallest kernel launch the runtime has, on `stream`: the
+     * floor the host-overhead benchmark sets KernelKit's launch beside. */
+    kk_status (*launch_floor)(void *ctx, kk_stream stream);
+
+    /* ---- quantization (src/backend/quant.c) ---- NULL: not on this backend. */
+    const struct kk__quant_ops *quant;
 } kk__backend;
+
+/* A backend's quantize kernels: the jobs of core/quant_internal.h, on the
+ * backend's device; errors recorded under `func`. */
+struct kk__quant_job;
+struct kk__scale_layout_job;
+typedef struct kk__quant_ops {
+    kk_status (*quantize)(struct kk__quant_job *job, const char *func);
+    kk_status (*dequantize)(const struct kk__quant_job *job, const char *func);
+    kk_status (*scale_layout)(const struct kk__scale_layout_job *job, const char *func);
+} kk__quant_ops;
 
 /* Raw memory of one backend. `ctx` is the backend table's context, indices
  * are checked, `func` names the public entry point for error messages, and

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/quant_internal.h"
 #include "core/quant_math.h"
+#include "backend/backend.h"
 #include "core/tensor_internal.h"
 #include "kernelkit/memory.h"
 
@@ -85,14 +86,20 @@ static kk_status quantize_empty(const char *func, kk__quant_job *job, const kk_q
     return st ? kk__tensor_rethrow(func, st) : KK_OK;
 }
 
+/* The quantize kernels of t's backend; NULL (the error recorded) when it has
+ * none. */
+static const kk__quant_ops *quant_ops(const char *func, const kk_tensor *t) {
+    const kk__backend *b = kk__backend_get(t->device_kind);
+    if (b && b->quant) return b->quant;
+    kk__error(KK_ERR_UNSUPPORTED, func, "no quantize kernels on %s", t->device);
+    return NULL;
+}
+
 static kk_status run_quantize(const char *func, kk__quant_job *job, const kk_tensor *x,
                               const kk_qtensor *q) {
     if (kk_tensor_numel(x) == 0) return quantize_empty(func, job, q);
-    if (x->device_kind == KK_BACKEND_CPU) {
-        kk__quantize_cpu(job);
-        return KK_OK;
-    }
-    return kk__quantize_cuda(job, func);
+    const kk__quant_ops *ops = quant_ops(func, x);
+    return ops ? ops->quantize(job, func) : KK_ERR_UNSUPPORTED;
 }
 
 kk_status kk_quantize(const kk_tensor *x, const kk_qtensor *q, const kk_quant_options *options) {
@@ -129,11 +136,8 @@ kk_status kk_dequantize(const kk_qtensor *q, kk_tensor *y) {
     kk__quant_job job;
     fill_job(&job, y, q);
     if (kk_tensor_numel(y) == 0) return KK_OK;
-    if (y->device_kind == KK_BACKEND_CPU) {
-        kk__dequantize_cpu(&job);
-        return KK_OK;
-    }
-    return kk__dequantize_cuda(&job, __func__);
+    const kk__quant_ops *ops = quant_ops(__func__, y);
+    return ops ? ops->dequantize(&job, __func__) : KK_ERR_UNSUPPORTED;
 }
 
 /* ---- NVFP4 scale layouts ---- */
@@ -179,11 +183,8 @@ static kk_status convert_layout(const char *func, const kk_tensor *plain, const 
     j.to_blocked = to_blocked;
     j.device = plain->device_index;
     if (kk_tensor_numel(dst) == 0) return KK_OK;
-    if (plain->device_kind == KK_BACKEND_CPU) {
-        kk__scale_layout_cpu(&j);
-        return KK_OK;
-    }
-    return kk__scale_layout_cuda(&j, func);
+    const kk__quant_ops *ops = quant_ops(func, plain);
+    return ops ? ops->scale_layout(&j, func) : KK_ERR_UNSUPPORTED;
 }
 
 kk_status kk_nvfp4_scales_to_blocked(const kk_tensor *plain, kk_tensor *blocked) {

@@ -55,11 +55,6 @@ void kk__quantize_cpu(kk__quant_job *job);
 void kk__dequantize_cpu(const kk__quant_job *job);
 void kk__scale_layout_cpu(const kk__scale_layout_job *job);
 
-/* CUDA (synchronous: returns when done; errors recorded naming `func`). */
-kk_status kk__quantize_cuda(kk__quant_job *job, const char *func);
-kk_status kk__dequantize_cuda(const kk__quant_job *job, const char *func);
-kk_status kk__scale_layout_cuda(const kk__scale_layout_job *job, const char *func);
-
 #ifdef __cplusplus
 }
 #endif

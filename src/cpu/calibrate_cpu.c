@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/calibrate_internal.h"
+#include "backend/timer.h"
+#include "cpu/cpu_kernels.h"
 
 #define CHAINS 32
 
@@ -58,7 +59,10 @@ static kk_status run_fma(void *ctx, kk_stream stream) {
     return KK_OK;
 }
 
-kk_status kk__calibrate_cpu(const kk_calibrate_options *o, kk_calibration *cal) {
+kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
+                           kk__calibrate_measure_fn measure, kk_calibration *cal) {
+    (void)ctx;
+    (void)index;
     const size_t bytes = (size_t)(o->quick ? 64 : 512) << 20;
     cpu_job j;
     memset(&j, 0, sizeof j);
@@ -74,14 +78,14 @@ kk_status kk__calibrate_cpu(const kk_calibrate_options *o, kk_calibration *cal) 
     for (size_t i = 0; i < bytes; i++) j.src[i] = (unsigned char)(i * 2654435761u >> 13);
     memset(j.dst, 1, bytes);
 
-    st = kk__calibrate_measure("cpu", run_copy, &j, 2.0 * (double)bytes, 1e9, o, "memcpy",
+    st = measure("cpu", run_copy, &j, 2.0 * (double)bytes, 1e9, o, "memcpy",
                                &cal->ceilings[KK_CEILING_COPY]);
     if (!st)
-        st = kk__calibrate_measure("cpu", run_read, &j, (double)bytes, 1e9, o,
+        st = measure("cpu", run_read, &j, (double)bytes, 1e9, o,
                                    "sum of uint64 array", &cal->ceilings[KK_CEILING_READ]);
     j.iters = o->quick ? 1L << 18 : 1L << 20;
     if (!st)
-        st = kk__calibrate_measure("cpu", run_fma, &j, 2.0 * CHAINS * (double)j.iters, 1e12, o,
+        st = measure("cpu", run_fma, &j, 2.0 * CHAINS * (double)j.iters, 1e12, o,
                                    "32 fp32 multiply-add chains, 1 thread",
                                    &cal->ceilings[KK_CEILING_FP32]);
     kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_BF16],

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "backend/backend.h"
+#include "core/quant_internal.h"
 #include "cpu/cpu_kernels.h"
 #include "core/error.h"
 #include "core/log_internal.h"
@@ -69,6 +70,27 @@ static kk_status cpu_selftest(void *ctx, int index, const char *func) {
     return st;
 }
 
+/* The quantize kernels of core/quant*.c run on the host as they are. */
+static kk_status cpu_quantize(kk__quant_job *job, const char *func) {
+    (void)func;
+    kk__quantize_cpu(job);
+    return KK_OK;
+}
+
+static kk_status cpu_dequantize(const kk__quant_job *job, const char *func) {
+    (void)func;
+    kk__dequantize_cpu(job);
+    return KK_OK;
+}
+
+static kk_status cpu_scale_layout(const kk__scale_layout_job *job, const char *func) {
+    (void)func;
+    kk__scale_layout_cpu(job);
+    return KK_OK;
+}
+
+static const kk__quant_ops cpu_quant = {cpu_quantize, cpu_dequantize, cpu_scale_layout};
+
 const kk__backend kk__cpu_backend = {
     .name = "cpu",
     .kind = KK_BACKEND_CPU,
@@ -83,6 +105,8 @@ const kk__backend kk__cpu_backend = {
     .selftest = cpu_selftest,
     .mem = &kk__cpu_mem_ops,
     .slots = kk__cpu_slots,
+    .calibrate = kk__calibrate_cpu,
+    .quant = &cpu_quant,
     /* device_usable, telemetry: every CPU is usable, nothing to read;
      * call_on_device, stream_sync: kernels run synchronously here */
 };

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/cpu_rows.h"
 #include "opdef/opdef.h"
 
 /* A block of rows is as many rows as give an f32 product of at most this many
@@ -68,9 +69,6 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op);
  * measuring block sizes and for tests that cross every block edge. */
 void kk__cpu_gemm_set_blocking(int64_t rows, int64_t panel_rows);
 
-/* Check the tensors a kernel got against what the parameters describe, so a
- * harness bug cannot become a wild write (kk_op_run checked them already). */
-kk_status kk__cpu_check_tensors(const kk_op_params *p, kk_tensor *const *t, const char *op);
 
 /* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
 void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);

@@ -35,7 +35,7 @@ static void scale_row(const kk__gemm_job *job, float *const *c, int64_t m, int64
 
 kk_status kk__fp8_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
     (void)s;
-    kk_status st = kk__cpu_check_tensors(p, t, "fp8_gemm");
+    kk_status st = kk__cpu_check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype a_dt = (kk_dtype)p->i[KK__FP8_A_DTYPE], b_dt = (kk_dtype)p->i[KK__FP8_B_DTYPE];
     const kk_dtype c_dt = (kk_dtype)p->i[KK__FP8_C_DTYPE];

@@ -16,7 +16,6 @@
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/gemm.h"
-#include "cpu/cpu_kernels.h"
 
 #define PANEL_BYTES (INT64_C(32) << 20)   /* decoded rows of b, per weight */
 #define A_BLOCK_BYTES (INT64_C(16) << 20) /* decoded rows of a */
@@ -176,18 +175,6 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
     return KK_OK;
 }
 
-kk_status kk__cpu_check_tensors(const kk_op_params *p, kk_tensor *const *t, const char *op) {
-    kk_op_tensor d[KK_OP_MAX_TENSORS];
-    const int n = p->op->describe(p, d);
-    for (int k = 0; k < n; k++)
-        if (!t || !t[k] || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
-            !kk_tensor_is_contiguous(t[k]) || t[k]->device_kind != KK_BACKEND_CPU)
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, d[k].name,
-                                 "a contiguous host tensor of the described dtype and size", "%s",
-                                 t && t[k] ? t[k]->device : "NULL");
-    return KK_OK;
-}
-
 /* f16/bf16: the f32 product of a block, rounded once into c. */
 static void round_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
                       int64_t cols) {
@@ -197,7 +184,7 @@ static void round_row(const kk__gemm_job *job, float *const *c, int64_t m, int64
 
 kk_status kk__gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
     (void)s;
-    kk_status st = kk__cpu_check_tensors(p, t, "gemm");
+    kk_status st = kk__cpu_check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype dt = (kk_dtype)p->i[KK__GEMM_DTYPE];
     const int f32 = dt == KK_DTYPE_F32;

@@ -13,7 +13,6 @@
 #include "cpu/cpu_gemm_internal.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/linear.h"
-#include "cpu/cpu_kernels.h"
 
 typedef struct linear_ctx {
     int act;
@@ -76,7 +75,7 @@ static const float *bias_f32(const kk_tensor *t, int64_t N, float **owned) {
 
 kk_status kk__linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
     (void)s;
-    kk_status st = kk__cpu_check_tensors(p, t, "linear");
+    kk_status st = kk__cpu_check_tensors(p, t);
     if (st != KK_OK) return st;
     const int64_t N = p->i[KK__LIN_N];
     const kk_dtype dt = (kk_dtype)p->i[KK__LIN_DTYPE];

@@ -26,7 +26,7 @@
 
 #include "core/error.h"
 #include "core/log_internal.h"
-#include "harness/measure_internal.h"
+#include "cuda/bench_cuda.h"
 
 #define FUNC KK__BENCH_FUNC
 #define LOGGER "kernelkit.bench"

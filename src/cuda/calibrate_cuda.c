@@ -19,7 +19,7 @@
 
 #include "cuda/cublaslt_dl.h"
 #include "cuda/cuda_internal.h"
-#include "harness/calibrate_internal.h"
+#include "cuda/bench_cuda.h"
 
 #define FUNC KK__CALIBRATE_FUNC
 #define WORKSPACE_BYTES ((size_t)32 << 20)
@@ -182,6 +182,7 @@ static int gemm_setup(gemm_job *g, int fp8, uint64_t n, char *why, size_t size) 
 }
 
 kk_status kk__calibrate_cuda_gemm(int device, int fp8, const kk_calibrate_options *o,
+                                  kk__calibrate_measure_fn measure,
                                   kk_ceiling *out) {
     kk__ceiling_unavailable(out, "not measured");
     int prev = 0;
@@ -221,7 +222,7 @@ kk_status kk__calibrate_cuda_gemm(int device, int fp8, const kk_calibrate_option
              fp8 ? "e4m3 TN, bf16 D" : "bf16 TN");
     char dev[32];
     snprintf(dev, sizeof dev, "cuda:%d", device);
-    st = kk__calibrate_measure(dev, run_gemm, &g, 2.0 * (double)n * (double)n * (double)n, 1e12,
+    st = measure(dev, run_gemm, &g, 2.0 * (double)n * (double)n * (double)n, 1e12,
                                o, method, out);
     if (st) {
         /* cuBLASLt refusing to run is a missing ceiling, not a failed calibration;
@@ -235,7 +236,8 @@ done:
     return st;
 }
 
-kk_status kk__calibrate_cuda(int device, const kk_calibrate_options *o, kk_calibration *cal) {
+kk_status kk__calibrate_cuda(int device, const kk_calibrate_options *o,
+                             kk__calibrate_measure_fn measure, kk_calibration *cal) {
     int prev = 0;
     kk_status st = enter(device, &prev);
     if (st) return st;
@@ -255,21 +257,21 @@ kk_status kk__calibrate_cuda(int device, const kk_calibrate_options *o, kk_calib
     kk_ceiling a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    st = kk__calibrate_measure(dev, run_memcpy, &j, 2.0 * (double)j.bytes, 1e9, o,
+    st = measure(dev, run_memcpy, &j, 2.0 * (double)j.bytes, 1e9, o,
                                "cudaMemcpyAsync", &a);
     if (!st)
-        st = kk__calibrate_measure(dev, run_copy_kernel, &j, 2.0 * (double)j.bytes, 1e9, o,
+        st = measure(dev, run_copy_kernel, &j, 2.0 * (double)j.bytes, 1e9, o,
                                    "copy kernel (16-byte loads)", &b);
     if (st) goto done;
     cal->ceilings[KK_CEILING_COPY] = a;
     kk__ceiling_keep_best(&cal->ceilings[KK_CEILING_COPY], &b);
-    st = kk__calibrate_measure(dev, run_read_kernel, &j, (double)j.bytes, 1e9, o,
+    st = measure(dev, run_read_kernel, &j, (double)j.bytes, 1e9, o,
                                "read kernel (16-byte loads)", &cal->ceilings[KK_CEILING_READ]);
     if (st) goto done;
     j.threads = 256;
     j.blocks = (j.sms > 0 ? j.sms : 132) * 8;
     j.iters = o->quick ? 1 << 12 : 1 << 14;
-    st = kk__calibrate_measure(dev, run_fma_kernel, &j,
+    st = measure(dev, run_fma_kernel, &j,
                                2.0 * j.blocks * j.threads * (double)kk__cal_fma_chains() * j.iters,
                                1e12, o, "FMA kernel (8 chains/thread)",
                                &cal->ceilings[KK_CEILING_FP32]);
@@ -278,7 +280,7 @@ kk_status kk__calibrate_cuda(int device, const kk_calibrate_options *o, kk_calib
     cudaFree(j.dst);
     j.src = j.dst = NULL;
     for (int fp8 = 0; fp8 < 2 && !st; fp8++)
-        st = kk__calibrate_cuda_gemm(device, fp8, o,
+        st = kk__calibrate_cuda_gemm(device, fp8, o, measure,
                                      &cal->ceilings[fp8 ? KK_CEILING_FP8 : KK_CEILING_BF16]);
 done:
     cudaFree(j.src);

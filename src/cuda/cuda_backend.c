@@ -19,6 +19,8 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "cuda/quant_cuda.h"
+#include "cuda/bench_cuda.h"
 #include "cuda/cuda_kernels.h"
 #include "core/error.h"
 #include "core/log_internal.h"
@@ -475,6 +477,41 @@ static kk_status cuda_stream_sync(void *ctx, int index, kk_stream stream, const 
     return kk__cuda_stream_sync(index, stream, func);
 }
 
+static kk_status cuda_timer_create(void *ctx, int index, kk_bench_fn fn, void *fn_ctx,
+                                   const kk_bench_options *o, kk__bench_timer *out) {
+    (void)ctx;
+    return kk__bench_cuda_timer(index, fn, fn_ctx, o, out);
+}
+
+static kk_status cuda_calibrate(void *ctx, int index, const kk_calibrate_options *o,
+                                kk__calibrate_measure_fn measure, kk_calibration *cal) {
+    (void)ctx;
+    return kk__calibrate_cuda(index, o, measure, cal);
+}
+
+static void cuda_versions(void *ctx, int *runtime, int *driver) {
+    (void)ctx;
+    kk__bench_cuda_versions(runtime, driver);
+}
+
+static kk_status cuda_stream_create(void *ctx, int index, int *prev, kk_stream *out) {
+    (void)ctx;
+    return kk__bench_stream_create(index, prev, out);
+}
+
+static void cuda_stream_destroy(void *ctx, kk_stream stream, int prev) {
+    (void)ctx;
+    kk__bench_stream_destroy(stream, prev);
+}
+
+static kk_status cuda_launch_floor(void *ctx, kk_stream stream) {
+    (void)ctx;
+    return kk__bench_test_tiny(stream);
+}
+
+static const kk__quant_ops cuda_quant = {kk__quantize_cuda, kk__dequantize_cuda,
+                                         kk__scale_layout_cuda};
+
 const kk__backend kk__cuda_backend = {
     .name = "cuda",
     .kind = KK_BACKEND_CUDA,
@@ -494,4 +531,11 @@ const kk__backend kk__cuda_backend = {
     .slots = kk__cuda_slots,
     .call_on_device = cuda_call_on_device,
     .stream_sync = cuda_stream_sync,
+    .timer_create = cuda_timer_create,
+    .calibrate = cuda_calibrate,
+    .versions = cuda_versions,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .launch_floor = cuda_launch_floor,
+    .quant = &cuda_quant,
 };

@@ -1,7 +1,7 @@
 /* Running op kernels on a chosen device: kk__cuda_call_on_device makes the
  * tensors' device current for the kernel without moving the caller's current
  * device, and kk__cuda_stream_sync turns a failure of the work that ran into a
- * status. kk_op_run (src/harness/op_run.c) uses both. */
+ * status. kk_op_run (src/ops/dispatch.c) uses both through the backend table. */
 #include <cuda_runtime_api.h>
 
 #include <stdio.h>

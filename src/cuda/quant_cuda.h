@@ -7,6 +7,18 @@
 
 #include "core/quant_internal.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The CUDA backend's quantize kernels (its table's `quant`, quant_cuda.c):
+ * synchronous, they return when done; errors recorded naming `func`. */
+kk_status kk__quantize_cuda(kk__quant_job *job, const char *func);
+kk_status kk__dequantize_cuda(const kk__quant_job *job, const char *func);
+kk_status kk__scale_layout_cuda(const kk__scale_layout_job *job, const char *func);
+#ifdef __cplusplus
+}
+#endif
+
 #ifdef CUDART_VERSION
 #ifdef __cplusplus
 extern "C" {

@@ -3,7 +3,7 @@
  * sampler never gets here for a GPU, since "cuda:N" does not resolve in such a
  * build, but the tests and environment capture link in every build. */
 #include "core/error.h"
-#include "harness/measure_internal.h"
+#include "cuda/bench_cuda.h"
 
 #define UNAVAILABLE(func) \
     kk__error(KK_ERR_CUDA_UNAVAILABLE, func, "built without CUDA (configure with -DKK_CUDA=ON)")

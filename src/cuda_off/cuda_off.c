@@ -2,7 +2,7 @@
  * any backend, never available, and it says why. The CUDA backend's internal
  * API (src/cuda/cuda_internal.h) is stubbed so that callers need no #ifdefs.
  * GPU telemetry still works through NVML by NVML's own index (see
- * kk_gpu_telemetry_read in src/backend/registry.c). */
+ * kk_gpu_telemetry_read in src/backend/backends.c). */
 #include "backend/backend.h"
 #include "core/error.h"
 #include "cuda/cuda_internal.h"

@@ -1,7 +1,7 @@
 /* Quantization on CUDA in a build without CUDA: never reached (no tensor can
  * live on a CUDA device then), but defined so that callers need no #ifdefs. */
 #include "core/error.h"
-#include "core/quant_internal.h"
+#include "cuda/quant_cuda.h"
 
 #define REASON "built without CUDA (configure with -DKK_CUDA=ON)"
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "harness/calibrate_internal.h"
 #include "kernelkit/device.h"
 #include "kernelkit/stats.h"
@@ -29,19 +30,6 @@ const char *kk_ceiling_unit(kk_ceiling_kind kind) {
 void kk_calibrate_options_default(kk_calibrate_options *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
-}
-
-void kk__ceiling_unavailable(kk_ceiling *c, const char *fmt, ...) {
-    memset(c, 0, sizeof *c);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
-    va_end(ap);
-}
-
-void kk__ceiling_keep_best(kk_ceiling *best, const kk_ceiling *candidate) {
-    if (candidate->available && (!best->available || candidate->value > best->value))
-        *best = *candidate;
 }
 
 kk_status kk__calibrate_measure(const char *device, kk_bench_fn fn, void *ctx, double work,
@@ -120,10 +108,12 @@ kk_status kk_calibrate(const char *device, const kk_calibrate_options *opt, kk_c
     kk_bench_environment_free(&env);
     out->quick = o.quick ? 1 : 0;
 
-    if (kind == KK_BACKEND_CPU) {
-        st = kk__calibrate_cpu(&o, out);
-    } else {
-        st = kk__calibrate_cuda(dev_index, &o, out);
+    const kk__backend *b = kk__backend_get(kind);
+    if (!b->calibrate)
+        return kk__error(KK_ERR_UNSUPPORTED, KK__CALIBRATE_FUNC, "%s has nothing to calibrate",
+                         b->name);
+    st = b->calibrate(b->context, dev_index, &o, kk__calibrate_measure, out);
+    if (kind != KK_BACKEND_CPU) {
         if (st == KK_OK) {
             kk_gpu_telemetry t;
             if (kk_gpu_telemetry_read(dev_index, &t) == KK_OK && t.available) {

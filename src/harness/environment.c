@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "backend/backend.h"
 #include "harness/measure_internal.h"
 #include "kernelkit/kernelkit.h"
 
@@ -52,7 +53,9 @@ static void capture_build_and_time(kk_bench_environment *e) {
     snprintf(e->kk_version, sizeof e->kk_version, "%s", kk_version());
     snprintf(e->git_commit, sizeof e->git_commit, "%s", kk_git_commit());
     snprintf(e->build_cuda, sizeof e->build_cuda, "%s", KK_BUILD_CUDA_VERSION);
-    kk__bench_cuda_versions(&e->cuda_runtime_version, &e->cuda_driver_version);
+    const kk__backend *cuda = kk__backend_get(KK_BACKEND_CUDA);
+    if (cuda && cuda->versions) cuda->versions(cuda->context, &e->cuda_runtime_version,
+                                               &e->cuda_driver_version);
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm))

@@ -1,6 +1,6 @@
 /* kk_op_host_overhead: what a kk_op_run call, and a call of the op's typed
- * entry point, costs the host, the device's work left out (issue 4's goal:
- * under 5 us per call).
+ * entry point, costs the host, the device's work left out (the goal:
+ * KK_HOST_OVERHEAD_GOAL_S per call).
  *
  * Why batches timed whole: one call takes well under a microsecond to a few
  * microseconds, near the clock's own cost, so calls_per_sample calls are timed
@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "harness/runner_internal.h"
+#include "backend/backend.h"
 #include "ops/dispatch.h"
 #include "harness/measure_internal.h"
 #include "ops/entry.h"
@@ -37,11 +38,12 @@ typedef struct overhead_job {
     kk_op_kernel_fn entry;  /* the op's typed entry point's adapter (ops/entry.h), or NULL */
     kk_stream stream;       /* where launches go (CUDA) */
     int drain;              /* synchronize the stream after each batch */
-    int bare;               /* no kk_op_run at all: the CUDA runtime's own launch */
+    int bare;               /* no kk_op_run at all: the runtime's own launch */
+    const kk__backend *backend;
 } overhead_job;
 
 static kk_status call_once(const overhead_job *j) {
-    if (j->bare) return kk__bench_test_tiny(j->stream);
+    if (j->bare) return j->backend->launch_floor(j->backend->context, j->stream);
     /* the entry point reaches kk_op_run with no override: the thread's is set */
     if (j->entry) return j->entry(&j->c->params, j->tensors, j->stream);
     return kk__op_run_with(&j->c->params, j->tensors, j->stream, j->kernel, KK__RUN_STRICT);
@@ -134,7 +136,10 @@ kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t sampl
     const int npair = pair[1].entry ? 2 : 1;
     /* On a GPU the whole measurement runs with the tensors' device current
      * (kk_op_run's fast path) and launches on a non-blocking stream. */
-    if (kind != KK_BACKEND_CPU) st = kk__bench_stream_create(index, &prev, &j.stream);
+    const kk__backend *b = kk__backend_get(kind);
+    j.backend = b;
+    const int streams = b->stream_create && b->stream_destroy && b->launch_floor;
+    if (streams) st = b->stream_create(b->context, index, &prev, &j.stream);
     pair[0].stream = pair[1].stream = j.stream;
     if (st == KK_OK) st = kk__case_tensors(c, device, t, &n);
     if (st == KK_OK) {
@@ -143,7 +148,7 @@ kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t sampl
         kk__op_run_set_thread_override(NULL);
         if (st == KK_OK) out->has_entry = npair == 2;
     }
-    if (st == KK_OK && kind != KK_BACKEND_CPU) {
+    if (st == KK_OK && streams) {
         j.kernel = NULL;
         j.drain = 1;
         kk_bench_measurement *m = out->launch;
@@ -160,7 +165,7 @@ kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t sampl
             out->has_launch = out->has_entry = 0;
         }
     }
-    if (kind != KK_BACKEND_CPU) kk__bench_stream_destroy(j.stream, prev);
+    if (streams) b->stream_destroy(b->context, j.stream, prev);
     for (int k = 0; k < n; k++) kk_tensor_destroy(t[k]);
     return st;
 }

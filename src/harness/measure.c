@@ -24,7 +24,7 @@
 
 #include "core/error.h"
 #include "core/log_internal.h"
-#include "cuda/cuda_internal.h"
+#include "backend/backend.h"
 #include "harness/measure_internal.h"
 
 #define LOGGER "kernelkit.bench"
@@ -35,7 +35,8 @@ typedef struct run {
     kk__bench_timer t;
     kk__bench_clock clock;
     kk_bench_measurement *m;
-    int gpu, index;
+    int gpu, index; /* gpu: an accelerator (not the CPU) */
+    const kk__backend *backend;
     int cold;      /* samples flush first */
     double t0;     /* start of the measurement */
     double *x;     /* kept samples, seconds per run; the last `group` are pending */
@@ -77,12 +78,14 @@ static kk_status resolve(const char *device, run *r) {
     kk_backend_kind kind;
     kk_status st = kk_device_parse(device, &kind, &r->index);
     if (st) return st;
-    r->gpu = kind == KK_BACKEND_CUDA;
-    if (r->gpu && !kk__cuda_device_usable(r->index))
+    r->gpu = kind != KK_BACKEND_CPU;
+    r->backend = kk__backend_get(kind);
+    if (r->backend->device_usable &&
+        r->backend->device_usable(r->backend->context, r->index, NULL) != KK_OK)
         return kk__arg_error(KK_ERR_INVALID_COMPUTE_CAPABILITY, FUNC, "device",
                              "a GPU of compute capability 8.0 or newer", "\"%.40s\"", device);
     if (r->gpu)
-        snprintf(r->m->device, sizeof r->m->device, "cuda:%d", r->index);
+        snprintf(r->m->device, sizeof r->m->device, "%s:%d", r->backend->name, r->index);
     else
         snprintf(r->m->device, sizeof r->m->device, "cpu");
     return KK_OK;
@@ -221,8 +224,9 @@ static kk_status sample_loop(run *r) {
 
 static kk_status measure(run *r, kk_bench_fn fn, void *ctx) {
     kk_bench_measurement *m = r->m;
-    kk_status st = r->gpu ? kk__bench_cuda_timer(r->index, fn, ctx, &r->o, &r->t)
-                          : kk__bench_cpu_timer(fn, ctx, &r->o, &r->t);
+    const kk__backend *b = r->backend;
+    kk_status st = b->timer_create ? b->timer_create(b->context, r->index, fn, ctx, &r->o, &r->t)
+                                   : kk__bench_cpu_timer(fn, ctx, &r->o, &r->t);
     if (st) return st;
     kk__bench_telemetry(r->gpu, r->index, &m->telemetry_start);
     kk__bench_clock_setup(&r->clock, r->gpu, r->index, r->o.throttle_fraction,

@@ -22,11 +22,6 @@ static int64_t now_ns(void) {
 
 double kk__bench_now(void) { return (double)now_ns() * 1e-9; }
 
-kk_status kk__bench_callback_error(kk_status st) {
-    if (kk_last_error()->status == st) return st; /* the callback said why */
-    return kk__error(st, KK__BENCH_FUNC, "the benchmark callback returned %s (%s)",
-                     kk_status_name(st), kk_status_str(st));
-}
 
 /* "32768K" or "8M" (sysfs cache size) in bytes; 0 when unreadable. */
 static uint64_t parse_cache_size(const char *text) {

@@ -11,33 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/timer.h"
 #include "kernelkit/bench.h"
-
-/* The public entry point errors are reported under. */
-#define KK__BENCH_FUNC "kk_bench_measure"
-
-/* Seconds the GPU blocking kernel waits for the host before it gives up (the
- * callback then most likely synchronized the stream it was given). */
-#define KK__BENCH_BLOCK_TIMEOUT_S 10.0
 
 /* The CPU cache flush: 2x the last-level cache, this much when sysfs has no
  * LLC size, and never more than the cap (docs/harness.md, "Cold samples on the
  * CPU", says why). */
 #define KK__BENCH_CPU_FLUSH_FALLBACK ((uint64_t)32 << 20)
 #define KK__BENCH_CPU_FLUSH_CAP ((uint64_t)256 << 20)
-
-typedef struct kk__bench_timer {
-    void *impl;
-    /* One timed sample of `batch` back-to-back runs (set_batch), flushing the
-     * caches first when `cold`. *seconds is the time of the whole batch. */
-    kk_status (*sample)(void *impl, int cold, double *seconds);
-    /* Switch to `batch` runs per sample (CUDA: capture them into a graph).
-     * Returns KK_ERR_UNSUPPORTED when the work cannot be batched. */
-    kk_status (*set_batch)(void *impl, size_t batch);
-    void (*destroy)(void *impl);
-    uint64_t flush_bytes;  /* size of the flush buffer (allocated on first use) */
-    int blocking_kernel;   /* CUDA: the stream is held while enqueuing */
-} kk__bench_timer;
 
 /* The SM-clock watch of a GPU measurement (measure_clock.c). An NVML read
  * costs about a millisecond (1.3-3.9 ms seen on an H200), so the clock is
@@ -72,12 +53,6 @@ int kk__bench_clock_throttled(kk__bench_clock *c);
  * the GPU: the L2 size, or 2x it with KK_BENCH_FLUSH_READ). */
 kk_status kk__bench_cpu_timer(kk_bench_fn fn, void *ctx, const kk_bench_options *o,
                               kk__bench_timer *t);
-kk_status kk__bench_cuda_timer(int device, kk_bench_fn fn, void *ctx,
-                               const kk_bench_options *o, kk__bench_timer *t);
-
-/* The status a timer returns when the callback returned `st`: its own, with
- * the callback's detail kept when it recorded one, else a generic message. */
-kk_status kk__bench_callback_error(kk_status st);
 
 /* Seconds of CLOCK_MONOTONIC. */
 double kk__bench_now(void);
@@ -93,29 +68,5 @@ size_t kk__bench_affinity_size(void);
 kk_status kk__bench_pin(int cpu, void *saved);
 void kk__bench_unpin(const void *saved);
 
-/* CUDA runtime and driver versions (13000 = 13.0); 0 when there is none. */
-void kk__bench_cuda_versions(int *runtime, int *driver);
-
-/* Make `device` current (the previous one in *prev) and create a non-blocking
- * stream on it; the release destroys the stream and makes *prev current again.
- * The host-overhead benchmark launches on such a stream, as a
- * performance-minded caller does. */
-kk_status kk__bench_stream_create(int device, int *prev, kk_stream *out);
-void kk__bench_stream_destroy(kk_stream stream, int prev);
-
-/* ---- for tests/test_cuda_measure.c (no CUDA headers there) ---- */
-
-/* Enqueue a kernel that spins for `seconds` by the GPU's nanosecond timer. */
-kk_status kk__bench_test_spin(kk_stream stream, double seconds);
-/* Enqueue a kernel of one thread that increments a counter (a ~2 us launch). */
-kk_status kk__bench_test_tiny(kk_stream stream);
-/* Enqueue a launch that fails, leave its error pending and return KK_OK. */
-kk_status kk__bench_test_bad_launch(kk_stream stream);
-/* A device buffer of `bytes` (zeroed) on the current device, and its release. */
-kk_status kk__bench_test_alloc(size_t bytes, void **out);
-void kk__bench_test_free(void *buf);
-/* Enqueue the read-flush kernel over `buf` (bytes a multiple of 16) as work:
- * a memory-bound kernel that reads every byte once. */
-kk_status kk__bench_test_read(kk_stream stream, const void *buf, size_t bytes);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cuda/kernels/attention_decode.cuh"
-#include "cuda/kernels/attention_hopper.cuh"
+#include "cuda/kernels/attention_sm90.cuh"
 #include "cuda/kernels/launch_util.cuh"
 #include "cuda/cuda_kernels.h"
 #include "opdef/attention.h"

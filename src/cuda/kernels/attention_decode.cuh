@@ -16,7 +16,7 @@
 // is read once per kv head): what matters is bytes in flight all the time.
 #pragma once
 
-#include "cuda/kernels/attention_fwd.cuh"
+#include "cuda/kernels/attention_sm80.cuh"
 
 namespace kk_attn {
 

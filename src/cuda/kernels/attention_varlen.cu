@@ -1,5 +1,5 @@
 // The `attention_varlen` op's CUDA kernel slot: the attention forward kernel
-// (attention_fwd.cuh) with kVarlen, one CTA per (sequence x query head, query
+// (attention_sm80.cuh) with kVarlen, one CTA per (sequence x query head, query
 // block), the grid sized by max_seqlen_q as FlashAttention's varlen API does.
 // The slot reads no device data: cu_seqlens are only read by the kernel, which
 // skips a sequence whose offsets do not fit the tensors (the CPU kernel and
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cuda/kernels/attention_fwd.cuh"
+#include "cuda/kernels/attention_sm80.cuh"
 #include "cuda/kernels/launch_util.cuh"
 
 extern "C" {

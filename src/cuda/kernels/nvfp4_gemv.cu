@@ -26,8 +26,7 @@
 //     shared memory; a block's dot is an exact integer (lane_sums2).
 //   variant 4: variant 2 with persistent CTAs (resident CTAs x SMs, each
 //     looping over variant 2's CTAs' work; b re-decoded only when the batch
-//     changes). (Variant 3, 2 with two register buffers, spilled and was
-//     removed: 3 now means 2.)
+//     changes). 3 means 2.
 // KK_NVFP4_GEMV_VARIANT=0|1|2|4 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the six
 // instantiations at launch (default 2 and 8), KK_NVFP4_GEMV_SPLIT=1|2|4|8
 // forces the split of K; for tuning on the GPU. All give the same bits for
@@ -223,8 +222,8 @@ int env_choice(const char *name, int lo, int hi, int def, int step) {
     return x >= lo && x <= hi && (x - lo) % step == 0 ? x : def;
 }
 
-// Variant 3 (variant 2 with two register buffers) is gone: it spilled at
-// R = 8 and measured no faster than 2; 3 now means 2. Outside 0..4: `def`.
+// 3 means 2 (docs/kernels/nvfp4_gemv.md says why there is no variant 3).
+// Outside 0..4: `def`.
 int known_variant(int v, int def) { return v == 3 ? 2 : v >= 0 && v <= 4 ? v : def; }
 
 // Variants 2 and 4 keep the decoded b of a batch (2.25 bytes per element of

@@ -1,5 +1,5 @@
-// Launch of the Hopper attention kernels (attention_hopper_ws.cuh, the
-// warp-specialized one; attention_hopper.cuh, the cp.async one): the device
+// Launch of the Hopper attention kernels (attention_sm90_ws.cuh, the
+// warp-specialized one; attention_sm90.cuh, the cp.async one): the device
 // check that picks them, the choice between them and their tiles, the tensor
 // maps, the shared-memory opt-in, the grids.
 #include <cuda.h>
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/kernels/attention_hopper.cuh"
-#include "cuda/kernels/attention_hopper_ws.cuh"
+#include "cuda/kernels/attention_sm90.cuh"
+#include "cuda/kernels/attention_sm90_ws.cuh"
 #include "cuda/kernels/launch_util.cuh"
 
 namespace kk_attn {

@@ -1,5 +1,5 @@
 // Attention forward, the Hopper path (sm_90a): the same op and arithmetic as
-// attention_fwd.cuh (masks, online softmax, dropout, lse: its helpers), with
+// attention_sm80.cuh (masks, online softmax, dropout, lse: its helpers), with
 // Hopper's warpgroup MMA in place of mma.sync. One CTA of kWarpgroups
 // warpgroups per 64 * kWarpgroups query rows of one (batch, head); each
 // warpgroup owns 64 rows:
@@ -16,14 +16,14 @@
 // rows of 128 bytes whose 16-byte chunk c sits at c ^ (row % 8); blocks of 64
 // columns follow each other. The warpgroups of a CTA take turns on the tensor
 // cores and the exponentials without explicit scheduling (the producer
-// warpgroup and ping-pong are attention_hopper_ws.cuh's).
+// warpgroup and ping-pong are attention_sm90_ws.cuh's).
 //
 // Compiled only for sm_90a (wgmma); elsewhere the kernel is empty and the
-// launcher never picks it (attention_hopper.cu checks the device and the
+// launcher never picks it (attention_sm90.cu checks the device and the
 // binary's architecture).
 #pragma once
 
-#include "cuda/kernels/attention_fwd.cuh"
+#include "cuda/kernels/attention_sm80.cuh"
 #include "cuda/kernels/wgmma.cuh"
 
 namespace kk_attn {
@@ -112,7 +112,7 @@ template <int kBlockM, int kBlockN> struct HopperKeyBlocks {
 
 // The arithmetic of one warpgroup's 64 query rows over a key block, shared
 // by the Hopper kernels (this one and the warp-specialized one of
-// attention_hopper_ws.cuh). Q is a tile of kBlockM rows, K and V blocks of
+// attention_sm90_ws.cuh). Q is a tile of kBlockM rows, K and V blocks of
 // kBlockN rows, all in the swizzled layout of load_tile_sw128.
 template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct HopperRows {
     static constexpr int kNT = kBlockN / 8, kDT = KD / 8;
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
 } // namespace kk_attn
 
 namespace kk_attn {
-// attention_hopper.cu: whether the current device runs the sm_90a kernel (an
+// attention_sm90.cu: whether the current device runs the sm_90a kernel (an
 // sm_90 device, a binary built for sm_90a, KK_ATTN_KERNEL not "sm80"), and
 // its launch for head dims 64 and 128.
 bool hopper_ready();

@@ -5,12 +5,12 @@
 // stage with a "full" barrier (the copies' bytes complete it) and an "empty"
 // one (every consumer warp arrives when it is done with the stage). The
 // consumer warpgroups (64 query rows each, registers raised) run
-// attention_hopper.cuh's arithmetic (HopperRows) with the softmax of block
+// attention_sm90.cuh's arithmetic (HopperRows) with the softmax of block
 // j + 1 overlapped with P V of block j: no __syncthreads and no address
 // arithmetic in their loop. With ping-pong they take turns issuing their
 // GEMMs (named barriers), so that one's softmax runs under the other's GEMMs.
 //
-// The tensor maps (attention_hopper.cu) describe Q, K, V as 4-D tensors
+// The tensor maps (attention_sm90.cu) describe Q, K, V as 4-D tensors
 // [B][H][S][d] with their strides and the 128-byte swizzle: a box is 64
 // columns (128 bytes) by kBlockM or kBlockN rows, which is exactly one
 // 64-column block of load_tile_sw128's layout; rows past S and columns past d
@@ -19,7 +19,7 @@
 
 #include <cuda.h>
 
-#include "cuda/kernels/attention_hopper.cuh"
+#include "cuda/kernels/attention_sm90.cuh"
 #include "cuda/kernels/tma.cuh"
 
 namespace kk_attn {
