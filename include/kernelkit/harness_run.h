@@ -126,8 +126,9 @@ typedef struct kk_suite {
     kk_case *cases; /* count cases, in file order, dtypes expanded */
 } kk_suite;
 
-/* The file of suite `name_or_path` into `path`. KK_ERR_IO when there is none,
- * the message naming every place looked in. */
+/* The file of suite `name_or_path` into `path`: a path as it is, a name
+ * searched for as above. KK_ERR_IO when no directory has the name, the message
+ * naming every place looked in. */
 KK_API kk_status kk_suite_locate(const char *name_or_path, char *path, size_t size);
 
 /* Read a suite (a name or a path, as kk_suite_locate takes it), each case
