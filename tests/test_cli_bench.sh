@@ -24,9 +24,14 @@ check op-params      0 "^convert/n=1000,src=f32,dst=bf16 +median" \
 # 2^34 f64 elements in and out: 256 GiB, more than any machine that runs this.
 check too-big        2 "skip convert/.*: needs [0-9.]+ GiB, cpu has .* free" \
       -- "$cli" bench --device cpu --op convert --params n=17179869184,src=f64,dst=f64
-for s in smoke attention gemm nvfp4_gemv; do # every suite file parses (nothing selected)
-  check "suite-$s"   2 "no case selected" -- "$cli" bench --device cpu --suite "$suites/$s.json" --filter '#'
+for f in "$suites"/*.json; do # every suite file loads (nothing selected)
+  s=$(basename "$f" .json)
+  check "suite-$s"   2 "no case selected" -- "$cli" bench --device cpu --suite "$f" --filter '#'
 done
+# smoke's tiny cases ("bench": false) are checked, never timed
+check untimed        2 "no case selected" -- "$cli" bench --device cpu --suite smoke --filter n37
+check two-suites     0 "^2 ran, 0 failed, 0 skipped" \
+      -- "$cli" bench --device cpu --suite smoke,convert --quick --time-budget 0.2 --filter 1Mi-f32-bf16
 check host-overhead  0 "^host-overhead/convert/dispatch +median .* n=200 x 64 calls  goal < 5 us: (met|MISSED)" \
       -- "$cli" bench --device cpu --host-overhead --op convert -o "$tmp/h.json"
 check host-file      0 '"op":[[:space:]]+"host_overhead"' -- cat "$tmp/h.json"
@@ -90,7 +95,7 @@ check bad-suite-json 2 "bad suite file $tmp/bad3.json: \(document\)" \
 printf '{"cases": [{"name": "a", "op": "convert", "params": "n=x"}]}' >"$tmp/bad4.json"
 check bad-suite-params 2 "$tmp/bad4.json: cases\[0\]\.params" \
       -- "$cli" bench --device cpu --suite "$tmp/bad4.json"
-check missing-suite  2 "bad suite file $tmp/none.json: file" \
+check missing-suite  2 "bad --suite: kk_suite_load: cannot read suite file $tmp/none.json: No such file" \
       -- "$cli" bench --device cpu --suite "$tmp/none.json"
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }

@@ -9,7 +9,8 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/cli_check.sh"
 
 # ---- check ----
-check smoke          0 "^49 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert --device cpu --suite smoke
+# smoke's convert cases: n37 in all 49 (src, dst) pairs, and the two 1Mi ones
+check smoke          0 "^51 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert --device cpu --suite smoke
 # every op with a CPU kernel takes part: the counts come from --list
 nfuzz=$("$cli" check --fuzz 20 --seed 7 --device cpu --list | grep -c '^fuzz/')
 ndefault=$("$cli" check --device cpu --list | grep -c '^correctness/')
@@ -19,13 +20,14 @@ check fuzz-line      0 "PASS  fuzz/convert/3  convert n=[0-9]+ src=[a-z0-9_]+ ds
 check default-ops    0 "^$ndefault passed, 0 failed, 0 skipped" -- "$cli" check --device cpu
 # Every op has a CPU kernel now: "no kernel" (exit 2) is tested in test_runner.c
 # with a copy of a row that has none.
-check two-ops        0 "^55 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert,gemm --device cpu --suite smoke
-check ref-limit      0 "^52 passed, 0 failed, 3 skipped"   -- "$cli" check --op convert,gemm --device cpu --suite smoke --max-ref-gflop 0.0000001
+check two-ops        0 "^59 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert,gemm --device cpu --suite smoke
+# 100 FLOPs: gemm 1x1x1 runs, 5x7x33 (3 dtypes) and 256^3 (2) are skipped
+check ref-limit      0 "^54 passed, 0 failed, 5 skipped"   -- "$cli" check --op convert,gemm --device cpu --suite smoke --max-ref-gflop 0.0000001
 check case           0 "^1 passed"                         -- "$cli" check --device cpu --case smoke/convert/n37-f32-bf16
 check case-seed      0 "seed=12345 "                       -- "$cli" check --device cpu --case smoke/convert/n37-f32-e2m1 --seed 12345
 check params         0 "PASS  params/convert  convert n=9 src=f16 dst=fp8_e4m3 .* seed=5 " \
                                                            -- "$cli" check --device cpu --op convert --params n=9,src=f16,dst=fp8_e4m3 --seed 5
-check dtype-filter   0 "^7 passed"                         -- "$cli" check --device cpu --op convert --suite smoke --dtype e2m1
+check dtype-filter   0 "^8 passed"                         -- "$cli" check --device cpu --op convert --suite smoke --dtype e2m1
 check gpumode-dist   0 "passed, 0 failed"                  -- "$cli" check --device cpu --op convert --suite smoke --dist gpumode
 check list           0 "attention-fuzz27/attention/S640-B48-H16  attention B=48 Hq=16" \
                                                            -- "$cli" check --device cpu --suite all --list --op attention
@@ -37,17 +39,39 @@ check bad-fuzz       2 "bad --fuzz"                        -- "$cli" check --fuz
 check bad-seed       2 "bad --seed"                        -- "$cli" check --seed x1
 check bad-device     2 "bad --device"                      -- "$cli" check --device gpu:7
 check bad-dtype      2 "bad --dtype"                       -- "$cli" check --dtype f12
-check bad-combo      2 "cannot be combined"                -- "$cli" check --case smoke/convert/n37-f32-bf16 --suite smoke
+check bad-combo      2 "cannot be combined"                -- "$cli" check --op convert --params n=3 --suite smoke
+check bad-combo-fuzz 2 "cannot be combined"                -- "$cli" check --case smoke/convert/n37-f32-bf16 --fuzz 3
+# --case with --suite: looked for in those suites only; the rerun line says them
+check case-in-suite  0 "rerun: kernelkit check --device cpu --suite smoke --case smoke/convert/n37-f32-bf16 --seed 18225643434663463300$" \
+                                                           -- "$cli" check --device cpu --case smoke/convert/n37-f32-bf16 --suite smoke -v
+check case-not-in-suite 2 "bad --case: smoke/convert/n37-f32-bf16: no such case in --suite correctness" \
+                                                           -- "$cli" check --device cpu --case smoke/convert/n37-f32-bf16 --suite correctness
+# A case from a suite other than its name's first part (cpu-linear.json)
+check case-any-suite 0 "^gemm/2048x1024x1024-f32  gemm M=2048" -- "$cli" check --device cpu --case gemm/2048x1024x1024-f32 --list
+# two suites at once; every case's reference over the limit: skipped, exit 2
+check suites-skip    2 "^0 passed, 0 failed, 34 skipped"   -- "$cli" check --device cpu --suite smoke,attention-fuzz27 --op attention --max-ref-gflop 0.0000001
+# Suites from any folder: a path, $KK_SUITES_DIR, $KK_BENCH_SUITES, and by name
+# with neither set (the source tree this binary was built from)
+printf '{"name": "mine", "cases": [{"name": "mine/convert/n5", "op": "convert", "params": "n=5 src=f32"}]}' >"$tmp/mine.json"
+check suite-path     0 "^7 passed, 0 failed, 0 skipped"    -- "$cli" check --device cpu --suite "$tmp/mine.json"
+check suite-env      0 "^mine/convert/n5-bf16  convert"    -- env KK_SUITES_DIR="/nonexistent:$tmp" "$cli" check --device cpu --suite mine --list
+check suite-env-old  0 "^mine/convert/n5-e2m1  convert"    -- env -u KK_SUITES_DIR KK_BENCH_SUITES="$tmp" "$cli" check --device cpu --suite mine --list
+check suite-any-dir  0 "^smoke/convert/n37-f32-bf16  convert" -- bash -c "cd '$tmp' && env -u KK_SUITES_DIR -u KK_BENCH_SUITES '$cli' check --device cpu --suite smoke --list"
+check suite-missing  2 "no suite 'mine' \(looked for mine.json in: .*/bench/suites" \
+                                                           -- env -u KK_SUITES_DIR -u KK_BENCH_SUITES "$cli" check --device cpu --suite mine
+printf '{"cases": [{"name": "a", "op": "convert", "params": "n=0"}]}' >"$tmp/bad.json"
+check suite-bad      2 "bad --suite: kk_suite_load: bad suite file $tmp/bad.json: cases\[0\]\.params: " \
+                                                           -- "$cli" check --device cpu --suite "$tmp/bad.json"
 check params-one-op  2 "exactly one --op"                  -- "$cli" check --params n=3
 check big-no-fuzz    2 "--big needs --fuzz"                -- "$cli" check --big
 check json           0 "passed"                            -- "$cli" check --device cpu --op convert --suite smoke --json "$tmp/check.json"
-if grep -q '"summary": {"passed": 49, "failed": 0, "skipped": 0}' "$tmp/check.json" &&
+if grep -q '"summary": {"passed": 51, "failed": 0, "skipped": 0}' "$tmp/check.json" &&
    grep -q '"name":"smoke/convert/n37-f32-bf16"' "$tmp/check.json"; then
   echo "ok   json-content"
 else
   echo "FAIL json-content"; head -c 600 "$tmp/check.json"; fails=$((fails+1))
 fi
-if command -v python3 >/dev/null && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["cases"]) == 49 and d["exit_code"] == 0' "$tmp/check.json" 2>/dev/null; then
+if command -v python3 >/dev/null && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["cases"]) == 51 and d["exit_code"] == 0' "$tmp/check.json" 2>/dev/null; then
   echo "ok   json-valid"
 elif command -v python3 >/dev/null; then
   echo "FAIL json-valid"; fails=$((fails+1))
@@ -55,7 +79,7 @@ fi
 if ! "$cli" info | grep -qE "^  cuda +available"; then
   check no-gpu       2 "cannot use cuda:0"                 -- "$cli" check --device cuda:0
 else # the CUDA convert kernel: every pair, fuzzed sizes, and the same bytes as the reference
-  check gpu-smoke    0 "^49 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert --device cuda:0 --suite smoke
+  check gpu-smoke    0 "^51 passed, 0 failed, 0 skipped"   -- "$cli" check --op convert --device cuda:0 --suite smoke
   check gpu-fuzz     0 "^50 passed, 0 failed"              -- "$cli" check --op convert --device cuda:0 --fuzz 50 --seed 3
 fi
 

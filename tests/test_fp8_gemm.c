@@ -1,5 +1,5 @@
 /* labels: unit cpu */
-/* The fp8_gemm op (src/harness/op_fp8_gemm.c) and its CPU kernel
+/* The fp8_gemm op (src/opdef/fp8_gemm.c) and its CPU kernel
  * (src/cpu/fp8_gemm_cpu.c): the registry row, a hand-computed case, odd
  * shapes in every operand/output combination against the float64 reference
  * with the op's tolerance, fuzz cases, e5m2 x e5m2 refused, and the same

@@ -16,6 +16,18 @@ for f in include/kernelkit/kernelkit.h include/kernelkit/status.h include/kernel
 done
 "$prefix/bin/kernelkit" --version | grep -q "kernelkit " || { echo "installed CLI does not run"; exit 1; }
 
+# The suites are installed, and the installed library finds them next to itself
+# (share/kernelkit/suites under whatever prefix), from any folder, with no
+# variable set: a suite that exists only there is found.
+for f in smoke correctness performance attention-fuzz27 gemm; do
+  [ -f "$prefix/share/kernelkit/suites/$f.json" ] || { echo "missing installed suite: $f.json"; exit 1; }
+done
+printf '{"cases": [{"name": "probe/convert/n3", "op": "convert", "params": "n=3 src=f32 dst=f16"}]}' \
+  >"$prefix/share/kernelkit/suites/install-probe.json"
+(cd "$work" && env -u KK_SUITES_DIR -u KK_BENCH_SUITES "$prefix/bin/kernelkit" check --device cpu \
+  --suite install-probe --list) | grep -q "^probe/convert/n3 " ||
+  { echo "the installed CLI does not find its installed suites"; exit 1; }
+
 # find_package
 mkdir -p "$work/consumer"
 cat > "$work/consumer/CMakeLists.txt" <<CMAKE

@@ -8,7 +8,8 @@
  * put into a copy of the gemm row passes through the tolerance path. Case
  * generation is deterministic per seed; fuzzed parameters are always valid,
  * include size 1 and sizes that are no multiple of 16, and stay small; the
- * 27-config attention suite is exactly the seeds' matrix; the exit-status
+ * 27-config attention suite is exactly the seeds' matrix; suite files load
+ * (dtype expansion, seeds, clear errors, the search path); the exit-status
  * logic gives 2 when nothing could run. */
 #include "testutil.h"
 
@@ -390,13 +391,12 @@ static void big_fuzz_fills_the_budget(void **state) {
 
 static void attention_fuzz27_is_the_seeds_matrix(void **state) {
   (void)state;
-  kk_case c[64];
-  int n = 0, seen[3][3][3] = {{{0}}};
-  kk_assert_ok(kk_suite_cases(1u << KK_SUITE_ATTENTION_FUZZ27, NULL, 1,
-                              KK_DIST_FULL, c, 64, &n));
-  assert_int_equal(n, 27);
-  for (int k = 0; k < n; k++) {
-    const kk_op_params *p = &c[k].params;
+  kk_suite suite;
+  int seen[3][3][3] = {{{0}}};
+  kk_assert_ok(kk_suite_load("attention-fuzz27", 1, KK_DIST_FULL, &suite));
+  assert_int_equal(suite.count, 27);
+  for (int k = 0; k < suite.count; k++) {
+    const kk_op_params *p = &suite.cases[k].params;
     assert_string_equal(p->op->name, "attention");
     const int64_t S = kk_op_params_int(p, "Sq"), B = kk_op_params_int(p, "B"),
                   H = kk_op_params_int(p, "Hq");
@@ -413,43 +413,219 @@ static void attention_fuzz27_is_the_seeds_matrix(void **state) {
   }
   for (int k = 0; k < 27; k++)
     assert_int_equal(seen[k / 9][k / 3 % 3][k % 3], 1);
+  kk_suite_free(&suite);
 }
 
-static void suites_expand_and_names_are_unique(void **state) {
+/* Every shipped suite loads; case names are unique across all of them; the
+ * dtype expansion and the seeds are what they were when the suites were C
+ * data (the seeds below were printed by that version). */
+static void shipped_suites_load_and_names_are_unique(void **state) {
   (void)state;
-  int n = 0;
-  kk_assert_ok(
-      kk_suite_cases(KK_SUITE_ALL, NULL, 1, KK_DIST_FULL, NULL, 0, &n));
-  kk_case *c = calloc((size_t)n, sizeof *c);
-  kk_assert_ok(kk_suite_cases(KK_SUITE_ALL, NULL, 1, KK_DIST_FULL, c, n, &n));
-  int gpumode = 0, convert_smoke = 0;
+  char **names = NULL;
+  int nnames = 0, n = 0, gpumode = 0, convert_n37 = 0, untimed = 0;
+  kk_assert_ok(kk_suite_names(&names, &nnames));
+  kk_case *all = NULL;
+  for (int i = 0; i < nnames; i++) {
+    kk_suite s;
+    if (kk_suite_load(names[i], 1, KK_DIST_FULL, &s) != KK_OK)
+      fail_msg("%s: %s", names[i], kk_last_error_message());
+    assert_string_equal(s.name, names[i]);
+    assert_true(s.count > 0);
+    all = realloc(all, (size_t)(n + s.count) * sizeof *all);
+    assert_non_null(all);
+    memcpy(all + n, s.cases, (size_t)s.count * sizeof *all);
+    n += s.count;
+    kk_suite_free(&s);
+  }
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < i; j++)
-      if (strcmp(c[i].name, c[j].name) == 0)
-        fail_msg("duplicate case %s", c[i].name);
-    gpumode += strstr(c[i].name, "correctness/nvfp4_gemv/gpumode-test") != NULL;
-    convert_smoke += strncmp(c[i].name, "smoke/convert/", 14) == 0;
+      if (strcmp(all[i].name, all[j].name) == 0)
+        fail_msg("duplicate case %s", all[i].name);
+    kk_assert_ok(kk_op_params_validate(&all[i].params));
+    assert_true(all[i].seed == kk_case_seed(1, all[i].name));
+    gpumode += strstr(all[i].name, "correctness/nvfp4_gemv/gpumode-test") != NULL;
+    convert_n37 += strncmp(all[i].name, "smoke/convert/n37-", 18) == 0;
+    untimed += all[i].no_bench;
   }
   assert_int_equal(gpumode, 18); /* 9 shapes x 2 scale layouts */
-  assert_int_equal(convert_smoke, 49);
+  assert_int_equal(convert_n37, 49); /* every (src, dst) pair */
+  assert_true(untimed > 100);       /* smoke's tiny cases */
   kk_case found;
-  kk_assert_ok(kk_suite_case_find(c[n / 2].name, 1, KK_DIST_FULL, &found));
-  assert_memory_equal(&found, &c[n / 2], sizeof found);
-  kk_assert_ok(kk_suite_case_find("smoke/convert/n37-f32-bf16", 1, KK_DIST_FULL,
-                                  &found));
+  kk_assert_ok(kk_suite_case_find(all[n / 2].name, 1, KK_DIST_FULL, &found));
+  assert_memory_equal(&found, &all[n / 2], sizeof found);
+  kk_assert_ok(kk_suite_case_find("smoke/convert/n37-f32-bf16", 1, KK_DIST_FULL, &found));
   assert_int_equal(kk_case_dtype(&found.params), KK_DTYPE_BF16);
-  kk_assert_status(
-      kk_suite_case_find("smoke/convert/nope", 1, KK_DIST_FULL, &found),
-      KK_ERR_INVALID_ARGUMENT);
-  unsigned mask;
-  kk_assert_ok(kk_suite_parse("all", &mask));
-  assert_int_equal(mask, KK_SUITE_ALL);
-  kk_assert_ok(kk_suite_parse("smoke,attention-fuzz27", &mask));
-  assert_int_equal(mask,
-                   (1u << KK_SUITE_SMOKE) | (1u << KK_SUITE_ATTENTION_FUZZ27));
-  kk_assert_status(kk_suite_parse("smoke,fast", &mask),
+  assert_true(found.seed == UINT64_C(18225643434663463300));
+  assert_true(found.no_bench);
+  kk_assert_ok(kk_suite_case_find("correctness/nvfp4_gemv/gpumode-test5-blocked", 1,
+                                  KK_DIST_FULL, &found));
+  assert_true(found.seed == UINT64_C(10865498270401120896));
+  assert_int_equal(kk_op_params_int(&found.params, "M"), 2432);
+  /* "gemm/..." is not in gemm.json: found in cpu-linear.json */
+  kk_assert_ok(kk_suite_case_find("gemm/512x4096x4096-f32", 7, KK_DIST_GPUMODE, &found));
+  assert_int_equal(kk_op_params_int(&found.params, "M"), 512);
+  assert_true(found.seed == kk_case_seed(7, "gemm/512x4096x4096-f32"));
+  assert_int_equal(found.dist, KK_DIST_GPUMODE);
+  kk_assert_status(kk_suite_case_find("smoke/convert/nope", 1, KK_DIST_FULL, &found),
                    KK_ERR_INVALID_ARGUMENT);
-  free(c);
+  kk_assert_contains(kk_last_error_message(), "smoke/convert/nope");
+  kk_suite_names_free(names, nnames);
+  free(all);
+}
+
+/* ---- suite files: the loader on files of the test's own ---- */
+
+static char suite_dir[64];
+
+static const char *write_suite(const char *name, const char *json) {
+  static char path[128];
+  snprintf(path, sizeof path, "%s/%s.json", suite_dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  fclose(f);
+  return path;
+}
+
+static int make_suite_dir(void **state) {
+  (void)state;
+  snprintf(suite_dir, sizeof suite_dir, "/tmp/kk_test_suites_XXXXXX");
+  return mkdtemp(suite_dir) ? 0 : -1;
+}
+
+static int remove_suite_dir(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", suite_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void suite_file_expands_free_dtypes(void **state) {
+  (void)state;
+  const char *path = write_suite(
+      "expand", "{\"name\": \"mine\", \"cases\": ["
+                "{\"name\": \"t/gemm/2x3x4\", \"op\": \"gemm\", \"params\": \"M=2 N=3 K=4\"},"
+                "{\"name\": \"t/gemm/fixed\", \"op\": \"gemm\", \"params\": \"M=2 N=3 K=4 "
+                "dtype=f16\", \"bench\": false, \"note\": \"why\"},"
+                "{\"name\": \"t/fp8\", \"op\": \"fp8_gemm\", \"params\": \"M=2 N=3 K=4 "
+                "a_dtype=fp8_e4m3 b_dtype=fp8_e4m3\"}]}");
+  kk_suite s;
+  kk_assert_ok(kk_suite_load(path, 5, KK_DIST_FULL, &s));
+  assert_string_equal(s.name, "mine");
+  assert_string_equal(s.path, path);
+  const kk_op_param *dtype = NULL;
+  for (int i = 0; i < find("gemm")->nparams; i++)
+    if (strcmp(find("gemm")->params[i].name, "dtype") == 0) dtype = &find("gemm")->params[i];
+  assert_non_null(dtype);
+  int nchoices = 0;
+  while (dtype->choices[nchoices]) nchoices++;
+  /* gemm's free dtype: one case per choice; the fixed one; fp8's free c_dtype */
+  assert_true(s.count > nchoices + 1);
+  for (int i = 0; i < nchoices; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "t/gemm/2x3x4-%s", dtype->choices[i]);
+    assert_string_equal(s.cases[i].name, want);
+    assert_string_equal(kk_dtype_name(kk_case_dtype(&s.cases[i].params)), dtype->choices[i]);
+    assert_true(s.cases[i].seed == kk_case_seed(5, want));
+    assert_int_equal(s.cases[i].no_bench, 0);
+  }
+  assert_string_equal(s.cases[nchoices].name, "t/gemm/fixed");
+  assert_int_equal(s.cases[nchoices].no_bench, 1);
+  for (int i = nchoices + 1; i < s.count; i++)
+    assert_int_equal(strncmp(s.cases[i].name, "t/fp8-", 6), 0);
+  kk_suite_free(&s);
+}
+
+/* A bad file is refused with a message naming the file, the field and what
+ * was expected. */
+static void suite_file_errors_name_file_and_field(void **state) {
+  (void)state;
+  static const struct {
+    const char *json, *field, *expected;
+  } bad[] = {
+      {"{\"cases\": [", "(document)", "valid JSON"},
+      {"[1]", "(document)", "a JSON object"},
+      {"{\"cases\": 3}", "cases", "an array"},
+      {"{\"case\": []}", "case", "only name, description and cases"},
+      {"{\"cases\": [{\"op\": \"convert\"}]}", "cases[0].name", "a non-empty string"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"convert\", \"params\": \"n=8\"}, "
+       "{\"name\": \"b\", \"op\": \"nosuchop\"}]}",
+       "cases[1].op", "a registered op"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"convert\", \"params\": \"n=x\"}]}",
+       "cases[0].params", "n"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"convert\", \"params\": 8}]}", "cases[0].params",
+       "a string"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"convert\", \"bench\": 0}]}", "cases[0].bench",
+       "true or false"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"convert\", \"parms\": \"n=8\"}]}",
+       "cases[0].parms", "only name, op, params, bench and note"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"convert\", \"params\": \"n=8 src=f32 dst=f32\"}, "
+       "{\"name\": \"a\", \"op\": \"convert\", \"params\": \"n=9 src=f32 dst=f32\"}]}",
+       "cases[1].name", "no other case has"},
+      {"{\"cases\": [{\"name\": \"a\", \"op\": \"fp8_gemm\", \"params\": "
+       "\"a_dtype=fp8_e5m2 b_dtype=fp8_e5m2 c_dtype=f32\"}]}",
+       "cases[0].params", ""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char name[16], want[256];
+    snprintf(name, sizeof name, "bad%zu", i);
+    const char *path = write_suite(name, bad[i].json);
+    kk_suite s;
+    kk_assert_status(kk_suite_load(path, 1, KK_DIST_FULL, &s), KK_ERR_INVALID_ARGUMENT);
+    snprintf(want, sizeof want, "bad suite file %s: %s: ", path, bad[i].field);
+    kk_assert_contains(kk_last_error_message(), want);
+    kk_assert_contains(kk_last_error_message(), bad[i].expected);
+    kk_suite_free(&s);
+  }
+  char path[128];
+  snprintf(path, sizeof path, "%s/none.json", suite_dir);
+  kk_suite s;
+  kk_assert_status(kk_suite_load(path, 1, KK_DIST_FULL, &s), KK_ERR_IO);
+  kk_assert_contains(kk_last_error_message(), path);
+  kk_suite_free(&s);
+}
+
+/* By name: $KK_SUITES_DIR (a ':' list) first, then the older $KK_BENCH_SUITES,
+ * then the built-in directories; not found lists where it looked. */
+static void suites_are_found_by_name(void **state) {
+  (void)state;
+  write_suite("only-here", "{\"cases\": [{\"name\": \"here/convert/n3\", \"op\": \"convert\", "
+                           "\"params\": \"n=3 src=f32 dst=f16\"}]}");
+  /* a smoke of the test's own hides the shipped one */
+  write_suite("smoke", "{\"cases\": [{\"name\": \"mysmoke/convert/n5\", \"op\": \"convert\", "
+                       "\"params\": \"n=5 src=f32 dst=f16\"}]}");
+  kk_suite s;
+  char path[KK_SUITE_PATH_MAX], list[256];
+  unsetenv("KK_SUITES_DIR");
+  unsetenv("KK_BENCH_SUITES");
+  kk_assert_status(kk_suite_locate("only-here", path, sizeof path), KK_ERR_IO);
+  kk_assert_contains(kk_last_error_message(), "no suite 'only-here'");
+  kk_assert_contains(kk_last_error_message(), KK_SOURCE_DIR "/bench/suites");
+  kk_assert_ok(kk_suite_load("smoke", 1, KK_DIST_FULL, &s)); /* the shipped one */
+  assert_true(s.count > 100);
+  kk_suite_free(&s);
+
+  snprintf(list, sizeof list, "/nonexistent:%s", suite_dir);
+  for (int v = 0; v < 2; v++) {
+    setenv(v ? "KK_BENCH_SUITES" : "KK_SUITES_DIR", list, 1);
+    kk_assert_ok(kk_suite_load("only-here", 1, KK_DIST_FULL, &s));
+    assert_int_equal(s.count, 1);
+    assert_string_equal(s.name, "only-here"); /* the file's base name */
+    kk_suite_free(&s);
+    kk_assert_ok(kk_suite_load("smoke", 1, KK_DIST_FULL, &s));
+    assert_int_equal(s.count, 1);
+    kk_suite_free(&s);
+    char **names = NULL;
+    int n = 0, seen = 0;
+    kk_assert_ok(kk_suite_names(&names, &n));
+    for (int i = 0; i < n; i++) seen += !strcmp(names[i], "only-here") + !strcmp(names[i], "smoke");
+    assert_int_equal(seen, 2); /* each once */
+    kk_suite_names_free(names, n);
+    kk_case c;
+    kk_assert_ok(kk_suite_case_find("here/convert/n3", 1, KK_DIST_FULL, &c));
+    assert_int_equal(kk_op_params_int(&c.params, "n"), 3);
+    unsetenv(v ? "KK_BENCH_SUITES" : "KK_SUITES_DIR");
+  }
 }
 
 static void force_dtype(void **state) {
@@ -491,9 +667,12 @@ int main(void) {
       cmocka_unit_test(fuzz_params_are_valid_and_varied),
       cmocka_unit_test(big_fuzz_fills_the_budget),
       cmocka_unit_test(attention_fuzz27_is_the_seeds_matrix),
-      cmocka_unit_test(suites_expand_and_names_are_unique),
+      cmocka_unit_test(shipped_suites_load_and_names_are_unique),
+      cmocka_unit_test(suite_file_expands_free_dtypes),
+      cmocka_unit_test(suite_file_errors_name_file_and_field),
+      cmocka_unit_test(suites_are_found_by_name),
       cmocka_unit_test(force_dtype),
       cmocka_unit_test(result_json),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, make_suite_dir, remove_suite_dir);
 }

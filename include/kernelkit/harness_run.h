@@ -3,12 +3,12 @@
  *
  * A case is one op with one set of parameters and one seed. Its inputs are
  * drawn from the seed (kk_case_fill_inputs), so a case is reproducible from
- * (op, params, seed, distribution) alone. Cases come from the built-in suites
- * (data in src/harness/suites.c), from the fuzzer (random valid parameters,
- * kk_case_fuzz), or from the caller.
+ * (op, params, seed, distribution) alone. Cases come from suite files
+ * (kk_suite_load; bench/suites/NAME.json), from the fuzzer (random valid
+ * parameters, kk_case_fuzz), or from the caller.
  *
  *   kk_case c;
- *   kk_suite_case_find("smoke/convert/f32-bf16", 1, &c);    // or kk_case_fuzz(...)
+ *   kk_suite_case_find("smoke/convert/n37-f32-bf16", 1, KK_DIST_FULL, &c);  // or kk_case_fuzz
  *   kk_run_options o = {.device = "cpu"};
  *   kk_case_result r;
  *   kk_case_run(&c, &o, &r);       // r.status: KK_CASE_PASS / FAIL / ERROR / SKIP
@@ -67,6 +67,7 @@ typedef struct kk_case {
     kk_op_params params;         /* valid */
     uint64_t seed;               /* the inputs' seed */
     kk_input_dist dist;
+    int no_bench; /* a suite case marked "bench": false: kernelkit bench skips it */
 } kk_case;
 
 /* The seed of the case called `name` in a run with seed `run_seed`: a hash of
@@ -95,42 +96,59 @@ KK_API kk_status kk_case_memory_need(const kk_op_params *p, kk_case_memory *out)
 
 /* ---- suites ---- */
 
-typedef enum kk_suite {
-    KK_SUITE_SMOKE = 0,        /* tiny: the whole suite runs in seconds on a CPU */
-    KK_SUITE_CORRECTNESS,      /* a spread of shapes, GPU MODE's nvfp4_gemv tests */
-    KK_SUITE_PERFORMANCE,      /* ANCHORS' and the seeds' benchmark shapes: heavy */
-    KK_SUITE_ATTENTION_FUZZ27, /* the seeds' 27-configuration attention matrix */
-    KK_SUITE_COUNT
+/* A suite is a JSON file of cases, read by `kernelkit check` and `kernelkit
+ * bench` alike (docs/harness.md, "Suites"):
+ *
+ *   {"name": "smoke", "description": "...",
+ *    "cases": [{"name": "smoke/gemm/5x7x33", "op": "gemm", "params": "M=5 N=7 K=33"},
+ *              {"name": "smoke/convert/1Mi-f32-bf16", "op": "convert",
+ *               "params": "n=1048576 src=f32 dst=bf16", "note": "why it is there"}]}
+ *
+ * A case's params leaving out a DTYPE parameter stand for every dtype it
+ * accepts, one case each, the dtypes appended to the name: the first case
+ * above is smoke/gemm/5x7x33-f32, -f16 and -bf16. "bench": false marks a case
+ * too small to be worth timing: kk_case.no_bench, which kernelkit bench skips.
+ *
+ * A suite given by name is NAME.json in the first suite directory that has it:
+ * each directory of $KK_SUITES_DIR (':' between them), then $KK_BENCH_SUITES
+ * (its older name), share/kernelkit/suites next to the library (an install,
+ * wherever it was installed), the source tree's bench/suites, and the install
+ * directory the build was configured for. Anything with a '/' or ending in
+ * ".json" is a path. */
+
+#define KK_SUITE_NAME_MAX 64
+#define KK_SUITE_PATH_MAX 4096
+
+typedef struct kk_suite {
+    char name[KK_SUITE_NAME_MAX]; /* the file's "name", else its base name */
+    char path[KK_SUITE_PATH_MAX]; /* the file it was read from */
+    int count;
+    kk_case *cases; /* count cases, in file order, dtypes expanded */
 } kk_suite;
 
-#define KK_SUITE_ALL ((1u << KK_SUITE_COUNT) - 1u)
+/* The file of suite `name_or_path` into `path`: a path as it is, a name
+ * searched for as above. KK_ERR_IO when no directory has the name, the message
+ * naming every place looked in. */
+KK_API kk_status kk_suite_locate(const char *name_or_path, char *path, size_t size);
 
-/* "smoke", "correctness", "performance", "attention-fuzz27"; "?" out of range. */
-KK_API const char *kk_suite_name(kk_suite suite);
-/* A comma list of suite names or "all" into a bit mask (1u << kk_suite).
- * KK_ERR_INVALID_ARGUMENT naming the accepted names. */
-KK_API kk_status kk_suite_parse(const char *text, unsigned *mask);
+/* Read a suite (a name or a path, as kk_suite_locate takes it), each case
+ * seeded with kk_case_seed(run_seed, name) and drawing from `dist`. A file
+ * that is not a suite gives KK_ERR_INVALID_ARGUMENT, the message naming the
+ * file, the field ("cases[3].params") and what was expected. Free *out with
+ * kk_suite_free, also after an error. */
+KK_API kk_status kk_suite_load(const char *name_or_path, uint64_t run_seed, kk_input_dist dist,
+                               kk_suite *out);
+KK_API void kk_suite_free(kk_suite *suite);
 
-/* One row of the suite table. Each DTYPE parameter the row's params leave out
- * is expanded over every dtype it accepts, one case each. */
-typedef struct kk_suite_entry {
-    kk_suite suite;
-    const char *op;
-    const char *label;  /* unique within (suite, op): "5x7x64", "gpumode-test-3" */
-    const char *params; /* "k=v ..." as kk_op_params_parse reads it */
-} kk_suite_entry;
+/* The names of every suite in the suite directories, sorted, each once (a
+ * directory searched earlier hides a same-named file of a later one). Free
+ * with kk_suite_names_free. */
+KK_API kk_status kk_suite_names(char ***names, int *count);
+KK_API void kk_suite_names_free(char **names, int count);
 
-KK_API int kk_suite_entry_count(void);
-KK_API const kk_suite_entry *kk_suite_entry_at(int i); /* NULL out of range */
-
-/* The cases of the suites in `mask` for `op` (NULL: every op), in table order,
- * each named "<suite>/<op>/<label>[-<dtype>...]" with its seed from
- * kk_case_seed(run_seed, name). Writes at most `cap` cases to `out` (which may
- * be NULL when cap is 0) and the total into *count. */
-KK_API kk_status kk_suite_cases(unsigned mask, const kk_op *op, uint64_t run_seed,
-                                kk_input_dist dist, kk_case *out, int cap, int *count);
-
-/* The suite case called `name`; KK_ERR_INVALID_ARGUMENT when there is none. */
+/* The case called `name` in any suite of the suite directories (its first
+ * part's suite first: "smoke/..." is looked for in smoke.json);
+ * KK_ERR_INVALID_ARGUMENT when there is none. */
 KK_API kk_status kk_suite_case_find(const char *name, uint64_t run_seed, kk_input_dist dist,
                                     kk_case *out);
 

@@ -43,7 +43,14 @@ char *cli_read_file(const char *path, long max_bytes);
 /* "1.5 GiB", "60.0 MiB", "512 B" into buf; returns buf. */
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 
-/* kernelkit bench's suite runner, for the main job: resolve SUITE as --suite
+/* The cases of `list`, a comma list of suites (names or paths, as
+ * kk_suite_load takes them; "all": every suite of the suite directories),
+ * appended to *cases (malloc'd, *count of them) in order. On an error prints
+ * "kernelkit COMMAND: bad --suite: <why>" and returns CLI_USAGE. */
+int cli_suite_cases(const char *command, const char *list, uint64_t run_seed, kk_input_dist dist,
+                    kk_case **cases, int *count);
+
+/* kernelkit bench's suite runner, for the main job: load SUITE as --suite
  * does, measure its cases on `device` (short measurements when quick), print a
  * line per benchmark. *out gets the results, or NULL when nothing ran; free
  * with kk_bench_results_free. Returns an exit code like the command's. */

@@ -2,7 +2,6 @@
  * --op/--params), print one line per benchmark and optionally write a
  * "kernelkit.bench/1" results file. Exit 0 when something ran, 1 on a
  * measurement error, 2 for a usage error or when nothing could run. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -15,7 +14,6 @@
 #include "kernelkit/harness_run.h"
 
 #define CMD "bench"
-#define MAX_SUITE_BYTES ((long)16 << 20)
 
 static void bench_help(FILE *out) {
     fprintf(out,
@@ -26,9 +24,10 @@ static void bench_help(FILE *out) {
             "\n"
             "Options:\n"
             "  --device DEVICE    cpu, cuda, cuda:N (default: the best device present)\n"
-            "  --suite SUITE      a suite file (a path with '/' or ending in .json), or a\n"
-            "                     name looked up as $KK_BENCH_SUITES/NAME.json, then\n"
-            "                     ./bench/suites/NAME.json\n"
+            "  --suite SUITE[,..] suites by name (smoke, gemm, attention, ...: NAME.json\n"
+            "                     in $KK_SUITES_DIR, the installed suites or the source\n"
+            "                     tree's bench/suites) or path (with a '/' or ending in\n"
+            "                     .json); cases marked \"bench\": false are not timed\n"
             "  --op NAME          one op, with --params (instead of --suite)\n"
             "  --params TEXT      its parameters: \"n=1048576,src=f32,dst=bf16\"\n"
             "  --filter TEXT      only cases whose name contains TEXT\n"
@@ -191,84 +190,25 @@ static int add_case(case_list *l, const char *name, const kk_op *op, const char 
     return CLI_OK;
 }
 
-static int suite_error(const char *path, const char *field, const char *what) {
-    fprintf(stderr, "kernelkit " CMD ": bad suite file %s: %s: %s\n", path, field, what);
-    return CLI_USAGE;
-}
-
-/* A suite file: {"name": "...", "description": "...", "cases": [{"name": "...",
- * "op": "...", "params": "k=v ..."}, ...]}. */
-static int load_suite(const char *path, case_list *l) {
-    char *text = cli_read_file(path, MAX_SUITE_BYTES);
-    if (!text) return suite_error(path, "file", "cannot read it");
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return suite_error(path, "(document)", "not a JSON object");
-    }
-    int rc = CLI_OK;
-    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
-    if (!cJSON_IsArray(cases)) rc = suite_error(path, "cases", "expected an array");
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, cases) {
-        if (rc != CLI_OK) break;
-        char field[64];
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
-        const cJSON *op = cJSON_GetObjectItemCaseSensitive(it, "op");
-        const cJSON *params = cJSON_GetObjectItemCaseSensitive(it, "params");
-        const kk_op *o = NULL;
-        if (!cJSON_IsString(name) || !name->valuestring[0]) {
-            snprintf(field, sizeof field, "cases[%d].name", i);
-            rc = suite_error(path, field, "expected a non-empty string");
-        } else if (!cJSON_IsString(op) || kk_op_find(op->valuestring, &o) != KK_OK) {
-            snprintf(field, sizeof field, "cases[%d].op", i);
-            rc = suite_error(path, field, "expected the name of a registered op");
-        } else if (params && !cJSON_IsString(params)) {
-            snprintf(field, sizeof field, "cases[%d].params", i);
-            rc = suite_error(path, field, "expected a string \"k=v ...\"");
-        } else {
-            for (int k = 0; k < l->n; k++)
-                if (strcmp(l->v[k].name, name->valuestring) == 0) {
-                    snprintf(field, sizeof field, "cases[%d].name", i);
-                    rc = suite_error(path, field, "duplicate name");
-                }
-            if (rc == CLI_OK) {
-                char where[2100];
-                snprintf(where, sizeof where, "suite file %.2000s: cases[%d].params", path, i);
-                rc = add_case(l, name->valuestring, o, params ? params->valuestring : "", where);
-            }
+/* The suites' cases, except those too small to time ("bench": false). */
+static int add_suite_cases(const char *suite, case_list *l) {
+    kk_case *cases = NULL;
+    int n = 0, rc = cli_suite_cases(CMD, suite, 1, KK_DIST_FULL, &cases, &n);
+    for (int i = 0; i < n && rc == CLI_OK; i++) {
+        if (cases[i].no_bench) continue;
+        bench_case *v = realloc(l->v, (size_t)(l->n + 1) * sizeof *v);
+        if (!v) {
+            rc = cli_fail(CMD, "out of memory");
+            break;
         }
-        i++;
+        l->v = v;
+        memset(&l->v[l->n], 0, sizeof l->v[l->n]);
+        l->v[l->n].c = cases[i];
+        snprintf(l->v[l->n].name, sizeof l->v[l->n].name, "%s", cases[i].name);
+        l->n++;
     }
-    cJSON_Delete(root);
+    free(cases);
     return rc;
-}
-
-static int resolve_suite(const char *suite, char *path, size_t size) {
-    if (strchr(suite, '/') || (strlen(suite) > 5 && !strcmp(suite + strlen(suite) - 5, ".json"))) {
-        snprintf(path, size, "%s", suite);
-        return CLI_OK;
-    }
-    const char *env = getenv("KK_BENCH_SUITES");
-    if (env && *env) {
-        snprintf(path, size, "%s/%s.json", env, suite);
-        FILE *f = fopen(path, "rb");
-        if (f) return fclose(f), CLI_OK;
-    }
-    /* Then the working directory (a checkout), the installed copies and the
-     * source tree this binary was built from (a build folder). */
-    static const char *const dirs[] = {"bench/suites", KK_INSTALL_SUITES_DIR, KK_SOURCE_SUITES_DIR};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        snprintf(path, size, "%s/%s.json", dirs[i], suite);
-        FILE *f = fopen(path, "rb");
-        if (f) return fclose(f), CLI_OK;
-    }
-    return cli_usage_error(CMD,
-                           "no suite '%s' (looked in $KK_BENCH_SUITES, ./bench/suites, "
-                           KK_INSTALL_SUITES_DIR ", " KK_SOURCE_SUITES_DIR ")",
-                           suite);
 }
 
 /* ---- results documents ---- */
@@ -503,20 +443,22 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
  * size; a kernel may decline some, as CUDA attention declines f32). */
 static int host_overhead_cases(const opts *o, kk_backend_kind kind, case_list *l) {
     if (o->op) return CLI_OK; /* bench_run added it */
-    for (int i = 0; i < kk_op_count(); i++) {
+    kk_suite smoke;
+    if (kk_suite_load("smoke", 1, KK_DIST_FULL, &smoke) != KK_OK) {
+        kk_suite_free(&smoke);
+        return cli_usage_error(CMD, "cannot load the smoke suite: %s", kk_last_error_message());
+    }
+    int rc = CLI_OK;
+    for (int i = 0; i < kk_op_count() && rc == CLI_OK; i++) { /* each op's cases together */
         const kk_op *op = kk_op_at(i);
-        if (!kk_op_has_kernel(op, kind)) continue;
-        kk_case c[64];
-        int count = 0;
-        if (kk_suite_cases(1u << KK_SUITE_SMOKE, op, 1, KK_DIST_FULL, c, 64, &count) != KK_OK)
-            continue;
-        for (int k = 0; k < count && k < 64; k++) {
-            int rc = add_case(l, c[k].name, op, NULL, "smoke suite");
-            if (rc != CLI_OK) return rc;
-            l->v[l->n - 1].c = c[k];
+        for (int k = 0; kk_op_has_kernel(op, kind) && k < smoke.count && rc == CLI_OK; k++) {
+            if (smoke.cases[k].params.op != op) continue;
+            rc = add_case(l, smoke.cases[k].name, op, NULL, "smoke suite");
+            if (rc == CLI_OK) l->v[l->n - 1].c = smoke.cases[k];
         }
     }
-    return CLI_OK;
+    kk_suite_free(&smoke);
+    return rc;
 }
 
 static int add_overhead_entry(kk_bench_results *r, const char *what, const char *part,
@@ -622,9 +564,7 @@ static int bench_run(int argc, char **argv) {
         snprintf(name, sizeof name, "%s/%s", kk_op_name(op), text);
         rc = add_case(&l, name, op, o.params, "--params");
     } else if (o.suite) {
-        char path[4096];
-        rc = resolve_suite(o.suite, path, sizeof path);
-        if (rc == CLI_OK) rc = load_suite(path, &l);
+        rc = add_suite_cases(o.suite, &l);
     }
     if (rc == CLI_OK && o.host_overhead)
         rc = run_host_overhead(&o, device, kind, &l, argc, argv);
@@ -643,9 +583,7 @@ int cli_bench_suite(const char *device, const char *suite, int quick, int argc, 
         return cli_usage_error(CMD, "bad device: %s", kk_last_error_message());
     const opts o = {.device = device, .suite = suite, .quick = quick};
     case_list l = {0};
-    char path[4096];
-    int rc = resolve_suite(suite, path, sizeof path);
-    if (rc == CLI_OK) rc = load_suite(path, &l);
+    int rc = add_suite_cases(suite, &l);
     if (rc == CLI_OK) rc = run_cases(&o, device, kind, &l, argc, argv, out);
     free(l.v);
     return rc;

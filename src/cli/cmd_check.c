@@ -23,9 +23,12 @@ static void check_help(FILE *out) {
             "  --device DEVICE      cpu, cuda, cuda:N (default: the best device present)\n"
             "  --op NAME[,NAME]     ops to check, repeatable (default: every op with a kernel\n"
             "                       on DEVICE)\n"
-            "  --suite NAME[,NAME]  smoke, correctness, performance, attention-fuzz27 or all\n"
-            "                       (default: correctness unless --case/--params/--fuzz)\n"
-            "  --case NAME          a suite case by name, repeatable (see --list)\n"
+            "  --suite NAME[,NAME]  suites by name (smoke, correctness, performance,\n"
+            "                       attention-fuzz27, or any suite file found; all: every\n"
+            "                       one) or path, repeatable (default: correctness unless\n"
+            "                       --case/--params/--fuzz)\n"
+            "  --case NAME          a suite case by name, repeatable (see --list); looked\n"
+            "                       for in the --suites given, else in every suite\n"
             "  --params TEXT        one case of the one --op given: \"M=5,N=7,K=33\"\n"
             "  --fuzz N             N random valid shapes per op\n"
             "  --big                with --fuzz: one size per op as large as memory allows\n"
@@ -47,9 +50,12 @@ typedef struct opts {
     const char *device, *params, *json;
     const kk_op *ops[MAX_LIST];
     const char *cases[MAX_LIST];
+    const char *suites[MAX_LIST];
+    char suite_arg[1024]; /* the --suites as one comma list, for the rerun lines */
     kk_dtype dtypes[KK_DTYPE_COUNT];
-    int nops, ncases, ndtypes, fuzz, big, seed_given, verbose, list;
-    unsigned suites;
+    int nops, ncases, nsuites, ndtypes, fuzz, big, seed_given, verbose, list;
+    kk_case *suite_cases; /* the --suites' cases, every op */
+    int nsuite_cases;
     uint64_t seed;
     kk_input_dist dist;
     double max_ref_gflop;
@@ -101,18 +107,19 @@ static int parse_number(const char *text, const char *what, double lo, double *o
 }
 
 static int parse_option(opts *o, int c, const char *arg) {
-    unsigned mask = 0;
     double v = 0;
     int rc = CLI_OK;
     char *end = NULL;
     switch (c) {
     case 'd': o->device = arg; break;
     case 'o': return add_list(o, arg, 1);
-    case 's':
-        if (kk_suite_parse(arg, &mask) != KK_OK)
-            return cli_usage_error(CMD, "bad --suite: %s", kk_last_error_message());
-        o->suites |= mask;
+    case 's': {
+        if (o->nsuites == MAX_LIST) return cli_usage_error(CMD, "too many --suite values");
+        o->suites[o->nsuites++] = arg;
+        const size_t used = strlen(o->suite_arg);
+        snprintf(o->suite_arg + used, sizeof o->suite_arg - used, "%s%s", used ? "," : "", arg);
         break;
+    }
     case 'c':
         if (o->ncases == MAX_LIST) return cli_usage_error(CMD, "too many --case values");
         o->cases[o->ncases++] = arg;
@@ -171,11 +178,12 @@ static int parse_options(opts *o, int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     const int named = o->ncases > 0 || o->params;
-    if (named && (o->suites || o->fuzz))
-        return cli_usage_error(CMD, "--case/--params cannot be combined with --suite/--fuzz");
+    if ((named && o->fuzz) || (o->params && o->nsuites))
+        return cli_usage_error(CMD, "--case/--params cannot be combined with --fuzz, "
+                                    "--params not with --suite");
     if (o->params && o->nops != 1) return cli_usage_error(CMD, "--params needs exactly one --op");
     if (o->big && !o->fuzz) return cli_usage_error(CMD, "--big needs --fuzz N");
-    if (!named && !o->suites && !o->fuzz) o->suites = 1u << KK_SUITE_CORRECTNESS;
+    if (!named && !o->nsuites && !o->fuzz) o->suites[o->nsuites++] = "correctness";
     return CLI_OK;
 }
 
@@ -219,11 +227,25 @@ static int wanted_dtype(const opts *o, const kk_op_params *p) {
     return o->ndtypes == 0;
 }
 
+/* --case NAME: from the --suites given, else from any suite. */
+static int find_case(const opts *o, const char *name, kk_case *c) {
+    if (!o->suite_arg[0]) {
+        if (kk_suite_case_find(name, o->seed, o->dist, c) == KK_OK) return CLI_OK;
+        return cli_usage_error(CMD, "bad --case: %s", kk_last_error_message());
+    }
+    for (int i = 0; i < o->nsuite_cases; i++)
+        if (strcmp(o->suite_cases[i].name, name) == 0) {
+            *c = o->suite_cases[i];
+            return CLI_OK;
+        }
+    return cli_usage_error(CMD, "bad --case: %s: no such case in --suite %s", name, o->suite_arg);
+}
+
 static int add_named(const opts *o, case_list *l) {
     kk_case c;
     for (int i = 0; i < o->ncases; i++) {
-        if (kk_suite_case_find(o->cases[i], o->seed, o->dist, &c) != KK_OK)
-            return cli_usage_error(CMD, "bad --case: %s", kk_last_error_message());
+        const int rc = find_case(o, o->cases[i], &c);
+        if (rc != CLI_OK) return rc;
         if (o->seed_given) c.seed = o->seed;
         if (!push(l, &c)) return cli_fail(CMD, "out of memory");
     }
@@ -238,16 +260,11 @@ static int add_named(const opts *o, case_list *l) {
 }
 
 static int add_generated(const opts *o, const kk_op *op, const kk_case_memory *big, case_list *l) {
-    int n = 0;
-    kk_case *v = NULL;
-    kk_status st = kk_suite_cases(o->suites, op, o->seed, o->dist, NULL, 0, &n);
-    if (st == KK_OK && n > 0 && !(v = calloc((size_t)n, sizeof *v))) return cli_fail(CMD, "memory");
-    if (st == KK_OK && n > 0) st = kk_suite_cases(o->suites, op, o->seed, o->dist, v, n, &n);
-    if (st != KK_OK) return free(v), cli_fail(CMD, "suite");
-    for (int i = 0; i < n; i++)
-        if (wanted_dtype(o, &v[i].params) && !push(l, &v[i]))
-            return free(v), cli_fail(CMD, "memory");
-    free(v);
+    for (int i = 0; i < o->nsuite_cases; i++) {
+        const kk_case *c = &o->suite_cases[i];
+        if (c->params.op == op && wanted_dtype(o, &c->params) && !push(l, c))
+            return cli_fail(CMD, "out of memory");
+    }
     for (int i = 0; i < o->fuzz; i++) {
         kk_case c;
         if (kk_case_fuzz(op, o->seed, i, o->dist, big, &c) != KK_OK) return cli_fail(CMD, "fuzz");
@@ -308,9 +325,9 @@ static void print_case(const opts *o, const kk_case *c, const kk_case_result *r)
                 o->device, kk_op_name(c->params.op), params, (unsigned long long)c->seed,
                 c->dist == KK_DIST_GPUMODE ? " --dist gpumode" : "");
         else
-            printf("      rerun: kernelkit check --device %s --case %s --seed %llu%s\n", o->device,
-                   c->name, (unsigned long long)c->seed,
-                   c->dist == KK_DIST_GPUMODE ? " --dist gpumode" : "");
+            printf("      rerun: kernelkit check --device %s%s%s --case %s --seed %llu%s\n",
+                   o->device, o->suite_arg[0] ? " --suite " : "", o->suite_arg, c->name,
+                   (unsigned long long)c->seed, c->dist == KK_DIST_GPUMODE ? " --dist gpumode" : "");
     }
 }
 
@@ -375,7 +392,7 @@ static int select_ops(opts *o, kk_backend_kind kind, int *lacking_cases) {
     for (int i = 0; i < nlacking; i++) {
         int n = 0;
         report_lacking(lacking[i], kind);
-        kk_suite_cases(o->suites, lacking[i], o->seed, o->dist, NULL, 0, &n);
+        for (int k = 0; k < o->nsuite_cases; k++) n += o->suite_cases[k].params.op == lacking[i];
         *lacking_cases += n + o->fuzz + (o->params ? 1 : 0);
     }
     if (runnable) return CLI_OK;
@@ -413,7 +430,10 @@ static int check_run(int argc, char **argv) {
         fprintf(stderr, "kernelkit check: cannot use %s: %s\n", o.device, kk_last_error_message());
         return CLI_USAGE;
     }
-    if ((rc = select_ops(&o, kind, &lacking_cases)) != CLI_OK) return rc;
+    for (int i = 0; i < o.nsuites && rc == CLI_OK; i++)
+        rc = cli_suite_cases(CMD, o.suites[i], o.seed, o.dist, &o.suite_cases, &o.nsuite_cases);
+    if (rc == CLI_OK) rc = select_ops(&o, kind, &lacking_cases);
+    if (rc != CLI_OK) return free(o.suite_cases), rc;
     const kk_case_memory big = o.big ? big_budget(o.device, kind) : (kk_case_memory){0, 0};
     case_list l = {0};
     rc = add_named(&o, &l);
@@ -428,6 +448,7 @@ static int check_run(int argc, char **argv) {
         rc = run_cases(&o, &l, lacking_cases);
     }
     free(l.v);
+    free(o.suite_cases);
     return rc;
 }
 

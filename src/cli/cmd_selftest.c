@@ -25,16 +25,16 @@ static void selftest_help(FILE *out) {
             "The main job, also what 'kernelkit' with no command runs, on the best device\n"
             "present (or DEVICE):\n"
             "  1. detect the devices and check that a kernel of this build runs there;\n"
-            "  2. run the smoke correctness suite (every op with a kernel there, against\n"
-            "     the float64 references);\n"
-            "  3. run the short benchmark suite bench/suites/smoke.json (quick mode);\n"
+            "  2. check every case of the smoke suite (bench/suites/smoke.json) whose op\n"
+            "     has a kernel there against the float64 references;\n"
+            "  3. time the smoke suite's cases not marked \"bench\": false (quick mode);\n"
             "  4. print a summary table, write DIR/results.json (schema kernelkit.bench/1),\n"
             "     DIR/report.md and DIR/report.html.\n"
             "\n"
             "Options:\n"
             "  --device DEVICE     cpu, cuda, cuda:N (default: the best device present)\n"
             "  --output-dir DIR    where results and reports go (default: " DEFAULT_OUT_DIR ")\n"
-            "  --suite SUITE       the benchmark suite (default: smoke)\n"
+            "  --suite SUITE       the suite of step 3 (default: smoke)\n"
             "  --no-bench          skip steps 3 and 4's results and reports\n"
             "  -h, --help          show this help\n"
             "\n"
@@ -86,13 +86,13 @@ typedef struct op_tally {
 } op_tally;
 
 static int run_smoke_checks(const char *device, op_tally *tally) {
-    int count = 0;
-    if (kk_suite_cases(1u << KK_SUITE_SMOKE, NULL, 1, KK_DIST_FULL, NULL, 0, &count) != KK_OK)
-        return cli_fail(CMD, "cannot list the smoke suite");
-    kk_case *cases = calloc((size_t)count, sizeof *cases);
-    if (!cases) return cli_fail(CMD, "out of memory");
-    int n = 0;
-    kk_suite_cases(1u << KK_SUITE_SMOKE, NULL, 1, KK_DIST_FULL, cases, count, &n);
+    kk_suite smoke;
+    if (kk_suite_load("smoke", 1, KK_DIST_FULL, &smoke) != KK_OK) {
+        kk_suite_free(&smoke);
+        return cli_fail(CMD, "cannot load the smoke suite");
+    }
+    const kk_case *cases = smoke.cases;
+    const int n = smoke.count;
     const kk_run_options ro = {.device = device, .check_memory = 1};
     for (int i = 0; i < n; i++) {
         const kk_op *op = cases[i].params.op;
@@ -111,7 +111,7 @@ static int run_smoke_checks(const char *device, op_tally *tally) {
             printf("  %-44s %s  %s\n", cases[i].name, kk_case_status_name(r.status), r.message);
         }
     }
-    free(cases);
+    kk_suite_free(&smoke);
     return CLI_OK;
 }
 

@@ -145,7 +145,7 @@ __device__ __forceinline__ void load_tile(T *smem, const T *g, int64_t row_strid
 }
 
 // The keys row i may see: [lo, hi] (empty when hi < lo). The one definition of
-// the mask is kk__attention_key_range (src/harness/ref_attention.c); this is
+// the mask is kk__attention_key_range (src/opdef/attention.c); this is
 // the same arithmetic.
 __device__ __forceinline__ void key_range(const Params &p, int i, int &lo, int &hi) {
     const int c = i + p.Sk - p.Sq;
