@@ -17,7 +17,7 @@
 
 #include "cuda/cublaslt_dl.h"
 #include "cuda/bench_cuda.h"
-#include "harness/calibrate_internal.h"
+#include "harness/bench/calibrate_internal.h"
 #include "kernelkit/calibrate.h"
 
 static char g_dir[256];

@@ -19,7 +19,7 @@
 #include "cpu/attention_cpu.h"
 #include "opdef/all_ops.h"
 #include "cpu/cpu_kernels.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 /* Run `text` as a case with `kernel` in the CPU slot of a copy of the
  * attention row (the registry's own kernel when kernel is NULL). */

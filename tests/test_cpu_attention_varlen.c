@@ -18,7 +18,7 @@
 #include "cpu/attention_cpu.h"
 #include "opdef/attention_varlen.h"
 #include "cpu/cpu_kernels.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 /* Run `text` as a case with `kernel` in the CPU slot of a copy of the row
  * (the registry's own kernel when kernel is NULL). */

@@ -14,7 +14,7 @@
 #include "cpu/cpu_gemm_internal.h"
 #include "opdef/all_ops.h"
 #include "cpu/cpu_kernels.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 /* Run `params` of `row` (a registry row or a copy with another kernel) as a
  * harness case: seeded inputs, poisoned outputs, the kernel through kk_op_run,

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "kernelkit/harness.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 /* ---- running a case through kk_op_run ---- */
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "kernelkit/harness.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 static kk_op_params params_of(const char *text) {
     const kk_op *op;

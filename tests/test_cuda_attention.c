@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 #include "kernelkit/ops.h"
 
 static uint64_t run_seed;

@@ -16,7 +16,7 @@
 
 #include "backend/memory_internal.h"
 #include "cuda/bench_cuda.h"
-#include "harness/measure_internal.h"
+#include "harness/bench/measure_internal.h"
 #include "kernelkit/bench.h"
 
 #define DEV "cuda:0"

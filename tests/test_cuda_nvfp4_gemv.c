@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "opdef/all_ops.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 /* src/cuda/kernels/nvfp4_gemv.cu; weak so that a build without CUDA links. */
 kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms,

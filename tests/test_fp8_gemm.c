@@ -12,7 +12,7 @@
 #include "cpu/cpu_gemm_internal.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/fp8_gemm.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 static const kk_op *fp8_op(void) {
     const kk_op *op = NULL;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "kernelkit/bench.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 #include "kernelkit/ops.h"
 
 static kk_case convert_case(void) {

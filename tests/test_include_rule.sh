@@ -14,7 +14,7 @@ else
   echo "ok   tree: $(tail -n 1 <<<"$out")"
 fi
 cp -r "$src" "$tmp/src"
-printf '#include "harness/runner_internal.h"\n' >>"$tmp/src/core/status.c"
+printf '#include "harness/check/check_internal.h"\n' >>"$tmp/src/core/status.c"
 if out=$(bash "$here/check_includes.sh" "$tmp/src"); then
   echo "FAIL: a planted core -> harness include passed"; fails=$((fails + 1))
 elif grep -q "FAIL: core/status.c includes harness/" <<<"$out"; then

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/measure_internal.h"
+#include "harness/bench/measure_internal.h"
 #include "kernelkit/bench.h"
 
 typedef struct work {

@@ -18,7 +18,7 @@
 
 #include "opdef/all_ops.h"
 #include "cpu/cpu_kernels.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 float kk__nvfp4_e2m1_decode_cpu(uint32_t code); /* src/cpu/nvfp4_gemv_cpu.c */
 /* src/cuda/kernels/nvfp4_gemv.cu, only in a build with CUDA (weak: a build

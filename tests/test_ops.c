@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kernelkit/harness.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 #include "kernelkit/ops.h"
 
 static kk_tensor *f32(int ndim, const int64_t *shape, float *data) {

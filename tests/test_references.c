@@ -11,7 +11,7 @@
 
 #include "opdef/all_ops.h"
 #include "kernelkit/harness.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 static uint64_t rng_state;
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "opdef/convert.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 static const kk_dtype floats[7] = {
     KK_DTYPE_F64,      KK_DTYPE_F32,      KK_DTYPE_F16, KK_DTYPE_BF16,

@@ -2,7 +2,7 @@
  * from the library a user calls (kernelkit/kernelkit.h). The kernelkit CLI is
  * built on it; so can a CI job or another benchmark driver be.
  *   check.h        the checker: outputs against float64 references
- *   harness_run.h  cases, suites, fuzzing, running a case
+ *   cases.h  cases, suites, fuzzing, running a case
  *   bench.h        the benchmark sampler and results
  *   stats.h        benchmark statistics
  *   compare.h      the regression gate
@@ -17,7 +17,7 @@
 #include "kernelkit/calibrate.h"
 #include "kernelkit/check.h"
 #include "kernelkit/compare.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 #include "kernelkit/report.h"
 #include "kernelkit/stats.h"
 

@@ -1,5 +1,5 @@
-/* Internal: what a backend gives the benchmark sampler (src/harness/measure.c)
- * and the calibration (src/harness/calibrate.c) through its table. The
+/* Internal: what a backend gives the benchmark sampler (src/harness/bench/measure.c)
+ * and the calibration (src/harness/bench/calibrate.c) through its table. The
  * adaptive loop is the same on every device; a backend's timer says how one
  * sample is taken (CUDA: events around the launch, an L2 flush first when
  * cold), its calibration which workloads measure its ceilings. */

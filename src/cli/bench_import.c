@@ -18,7 +18,7 @@
 
 #include "cli/cli.h"
 #include "kernelkit/bench.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 #define CMD "bench"
 #define MAX_IMPORT_BYTES ((long)256 << 20)

@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 #include "kernelkit/bench.h"
 #include "kernelkit/calibrate.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 #define CMD "bench"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 #define CMD "check"
 #define MAX_LIST 64

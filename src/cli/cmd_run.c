@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 
 #define CMD "run"
 #define MAX_FILES 16

@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "cli/device_report.h"
 #include "kernelkit/bench.h"
-#include "kernelkit/harness_run.h"
+#include "kernelkit/cases.h"
 #include "kernelkit/report.h"
 
 #define CMD "selftest"

@@ -1,4 +1,4 @@
-/* The GPU timer of the benchmark sampler (see src/harness/measure.c).
+/* The GPU timer of the benchmark sampler (see src/harness/bench/measure.c).
  *
  * One sample, in stream order:
  *   [blocking kernel] [L2 flush, when cold] event start | work | event stop
