@@ -3,11 +3,17 @@
 # lacks (cJSON, cmocka) into .gpu-tree/, for the device tool to carry:
 #   run(command="cd .gpu-tree && bash scripts/device-check.sh", carry=[".gpu-tree"])
 # --worktree: the working tree (tracked and untracked, not ignored) instead of
-# HEAD, to try uncommitted changes.
+# HEAD, to try uncommitted changes. --before COMMIT: also that commit's tree in
+# .gpu-tree/before/ (no bench/results, docs), for device-restructure.sh.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 grep -qx "/.gpu-tree/" .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo "/.gpu-tree/" >> .git/info/exclude; }
 rm -rf .gpu-tree && mkdir .gpu-tree
+before=""
+if [ "${1:-}" = --before ]; then
+  before=$(git rev-parse --short=12 "${2:?--before needs a commit}")
+  shift 2
+fi
 if [ "${1:-}" = --worktree ]; then
   git ls-files -z --cached --others --exclude-standard | tar --null -T - -c | tar -x -C .gpu-tree
   echo "$(git rev-parse --short=12 HEAD)+worktree" > .gpu-tree/.commit
@@ -35,4 +41,10 @@ cp "$ob/cblas.h" "$ob/openblas_config.h" .gpu-tree/.deps/include/openblas/
 for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" .gpu-tree/.deps/lib/ 2>/dev/null || true
 done
+if [ -n "$before" ]; then
+  mkdir .gpu-tree/before
+  git archive "$before" | tar -x -C .gpu-tree/before --exclude=bench/results --exclude=docs
+  echo "$before" > .gpu-tree/before/.commit
+  rm -rf .gpu-tree/bench/results .gpu-tree/docs # not needed there: the tree travels lighter
+fi
 echo "exported $(cat .gpu-tree/.commit) to .gpu-tree/ ($(du -sh .gpu-tree | cut -f1))"
