@@ -35,6 +35,10 @@
 #include "backend/timer.h"
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A backend's kernel for one op. */
 typedef struct kk__slot {
     kk_op_kernel_fn run;
@@ -260,4 +264,7 @@ int kk__cpu_count_physical_cores(const char *cpuinfo, const void *allowed_cpu_se
 int kk__parse_meminfo(const char *meminfo, unsigned long long *total_bytes,
                       unsigned long long *available_bytes);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

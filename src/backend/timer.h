@@ -13,6 +13,10 @@
 #include "kernelkit/bench.h"
 #include "kernelkit/calibrate.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The public entry points errors are reported under. */
 #define KK__BENCH_FUNC "kk_bench_measure"
 #define KK__CALIBRATE_FUNC "kk_calibrate"
@@ -56,4 +60,7 @@ void kk__ceiling_unavailable(kk_ceiling *c, const char *fmt, ...) KK__PRINTF(2, 
 /* Keep the better (higher) of two measured ceilings in `best`. */
 void kk__ceiling_keep_best(kk_ceiling *best, const kk_ceiling *candidate);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -5,6 +5,10 @@
 
 #include "kernelkit/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__GNUC__)
 #define KK__PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
 #else
@@ -37,4 +41,7 @@ kk_status kk__cuda_error(kk_status status, const char *function, const char *cud
            : kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, #ptr, "a non-NULL pointer", \
                            "NULL"))
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct kk__rng {
     uint64_t s[4];
 } kk__rng;
@@ -33,4 +37,7 @@ void kk__rng_count_below(kk__rng *rng, uint32_t bound, size_t draws, uint32_t *c
 /* Uniform double in [0, 1) with 53 random bits. */
 double kk__rng_uniform(kk__rng *rng);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

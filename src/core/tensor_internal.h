@@ -10,6 +10,10 @@
 
 #include "kernelkit/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Owned memory, shared by a tensor and all its views. The last release frees
  * `ptr` through the memory manager and the struct itself. */
 struct kk__tensor_storage {
@@ -82,4 +86,7 @@ kk_tensor *kk__tensor_new_desc(const char *func, kk_dtype dtype, int ndim, const
  * shape (data pointers must be host memory). Never fails. */
 void kk__host_strided_copy(const kk_tensor *dst, const kk_tensor *src);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
