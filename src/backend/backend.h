@@ -1,30 +1,8 @@
-/* Internal: the backend interface and the registry.
- *
- * A backend is a table of function pointers plus a context pointer (the model
- * is ggml's ggml-backend). The registry (src/backend/backends.c) is an array
- * indexed by kk_backend_kind that points at one table per backend. The public
- * device API (include/kernelkit/device.h) is implemented once, in registry.c,
- * on top of these tables, so a backend never sees a device spec string.
- *
- * Adding a backend (HIP, OpenCL, ...):
- *   1. a value in kk_backend_kind (include/kernelkit/device.h),
- *   2. a folder src/<name>/ that defines `const kk__backend kk__<name>_backend`,
- *   3. one line in k_registry[] in src/backend/backends.c (and its extern below).
- * A backend that is compiled out still registers a table (see src/cuda_off/) so
- * that it can say why it is unavailable.
- *
- * Rules for every function in a table:
- *   - `ctx` is the table's own `context` pointer.
- *   - Nothing is called before `probe`; the registry calls `probe` first, on
- *     every query, so `probe` must be cheap after the first call. It must do its
- *     work exactly once and be thread-safe: use pthread_once (see
- *     KK__BACKEND_ONCE below). Probing must never fail hard: a backend that
- *     cannot work records a reason and reports itself unavailable.
- *   - Errors are returned as kk_status and recorded with kk__arg_error /
- *     kk__cuda_error / kk__error naming `func`, the public entry point that the
- *     user called. Nothing prints, aborts or exits; logging goes through KK_LOG.
- *   - Device indices passed in are already checked: 0 <= index < device_count.
- */
+/* Internal: the backend interface and the registry. A backend is a table of
+ * function pointers plus a context (after ggml's ggml-backend), one table per
+ * kk_backend_kind in src/backend/backends.c, so the public device API is
+ * written once (registry.c) and a backend never parses a device spec.
+ * docs/architecture.md, "The backend interface" and "Adding a backend". */
 #ifndef KK_BACKEND_BACKEND_H
 #define KK_BACKEND_BACKEND_H
 
@@ -47,6 +25,12 @@ typedef struct kk__slot {
     int strided;
 } kk__slot;
 
+/* Rules for every function of a table: `ctx` is the table's `context`.
+ * `probe` is called first, on every query: it does its work exactly once and
+ * thread-safely (KK__BACKEND_ONCE), is cheap afterwards, and never fails hard
+ * (an unusable backend records why and reports itself unavailable). Errors
+ * are kk_status recorded naming `func`, the public entry point called; nothing
+ * prints, aborts or exits. Device indices passed in are already checked. */
 typedef struct kk__backend {
     /* Name, also the device-spec prefix: "cpu" -> "cpu", "cuda" -> "cuda:N". */
     const char *name;

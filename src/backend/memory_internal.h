@@ -1,19 +1,7 @@
 /* Internal: the caching allocator behind include/kernelkit/memory.h, shared by
- * every backend and parametrized by the backend's raw memory entry points
- * (kk__mem_ops in src/backend/backend.h). docs/memory.md describes the design.
- *
- *   memory_api.c    public entry points, one allocator per device, config
- *   memory_block.c  blocks: best fit, split, coalesce, free, release
- *   memory_grow.c   new segments with out-of-memory protection, fault injection
- *   memory_tree.c   the free-block tree (a treap ordered by size, address)
- *   memory_util.c   bookkeeping: spare block records, pointer map, events, stats
- *   memory_copy.c   kk_mem_copy and pinned host memory
- *   memory_check.c  the invariant checker and the test hooks
- *
- * Locking: one mutex per device allocator guards everything in it; the
- * functions named *_locked below expect it held. Nothing here logs or calls
- * back into user code with the lock held: what happened is collected in a
- * kk__mem_note and logged after unlocking. */
+ * every backend and parametrized by its raw memory entry points (kk__mem_ops
+ * in backend.h), so caching, stream-ordered reuse and out-of-memory protection
+ * are written once. docs/memory.md describes the design and the files. */
 #ifndef KK_BACKEND_MEMORY_INTERNAL_H
 #define KK_BACKEND_MEMORY_INTERNAL_H
 
@@ -80,7 +68,10 @@ typedef struct kk__mem_pool {
     kk_mem_stats stats;                   /* cached_bytes is filled in on read */
 } kk__mem_pool;
 
-/* The allocator of one device. */
+/* The allocator of one device. Its mutex guards everything in it; functions
+ * named *_locked expect it held. Nothing logs or calls back into user code
+ * with the lock held: what happened is collected in a kk__mem_note and logged
+ * after unlocking. */
 typedef struct kk__mem_allocator {
     pthread_mutex_t lock;
     const kk__backend *backend;

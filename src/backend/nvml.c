@@ -1,19 +1,8 @@
-/* GPU telemetry through NVML, loaded at run time.
- *
- * libnvidia-ml.so.1 ships with the NVIDIA driver, not with the CUDA toolkit,
- * so KernelKit has no link-time dependency on it and needs no nvml.h: the few
- * types, constants and function signatures used are declared below (they are
- * part of NVML's stable C ABI). NVML is only read from: nothing here sets a
- * clock, a power limit or any other state.
- *
- * The library is loaded and nvmlInit_v2 called once (pthread_once), at the
- * first telemetry read. NVML stays initialised for the life of the process
- * (nvmlInit/nvmlShutdown are reference-counted by NVML, so this does not
- * interfere with an application that uses NVML itself).
- *
- * GPUs are matched to CUDA devices by PCI bus id: NVML numbers GPUs in PCI
- * order while the CUDA runtime by default puts the fastest first
- * (CUDA_DEVICE_ORDER=FASTEST_FIRST), so indices may differ. */
+/* GPU telemetry through NVML, loaded at run time: libnvidia-ml.so.1 ships with
+ * the driver, not the CUDA toolkit, so KernelKit neither links it nor needs
+ * nvml.h (the few types and functions used are declared below). Read-only:
+ * nothing here sets GPU state. GPUs are matched to CUDA devices by PCI bus id.
+ * docs/backends/nvidia.md, "Telemetry". */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>

@@ -1,16 +1,8 @@
 /* kernelkit bench --import: turn raw samples timed by another program (the
  * PyTorch side-by-side scripts in bench/) into a "kernelkit.bench/1" results
- * file, so anchors get the same statistics, environment, FLOP and byte counts
- * as KernelKit's own entries and `kernelkit report` can pair them.
- *
- * Input: {"benchmarks": [{"name": "...", "op": "attention",
- *          "params": "B=8 Hq=16 ... dtype=bf16", "implementation": "torch_sdpa_flash",
- *          "samples": [seconds, ...], "cold": true, "flush": "read"}]}
- * "flush" ("write" or "read", default "write": files from before the field)
- * is how the script flushed the L2 before a cold sample (bench/anchor_timing.py).
- * "params" is parsed by the op's registry row (so an anchor's parameters, FLOPs
- * and bytes are exactly those of the KernelKit entry it is compared with), and
- * the entry gets the string parameter "implementation". */
+ * file, so the anchors get the same statistics, environment and work counts
+ * as KernelKit's own entries and `kernelkit report` can pair them. The input
+ * format: docs/harness.md, "Anchors". */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,27 +1,8 @@
 /* Conversions between the element types: the scalar kk_f32_to_* / kk_*_to_f32
- * functions and kk_convert_host.
- *
- * Everything works on bit patterns with integer arithmetic, so the result does
- * not depend on the compiler, the FPU's rounding mode or flush-to-zero, and
- * src/cuda/kernels/convert.cuh can do exactly the same on the GPU (the GPU test
- * compares the two bit for bit). The only floating-point operations are exact
- * ones (int -> float of small integers, f32 -> f64) and the IEEE f64 -> f32 and
- * int32 -> f32 conversions, which round to nearest even in the default
- * floating-point environment. NaNs never go through the FPU: their bits are
- * built by hand, because CPUs and GPUs treat NaN payloads differently.
- *
- * The rules (docs/formats.md has the tables):
- *   - every f32 -> narrow conversion rounds to nearest, ties to even;
- *   - f16, bf16: overflow gives +-inf; NaN keeps its sign and the top bits of
- *     its payload and becomes quiet;
- *   - fp8 e4m3, fp8 e5m2, e2m1: saturate (finite overflow and +-inf give +-max),
- *     as PTX cvt.rn.satfinite and CUDA's __nv_cvt_float_to_fp8(x, __NV_SATFINITE,
- *     ...) / __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) do; NaN gives
- *     0x7F (e4m3, e5m2) or 0x7 = +6 (e2m1), whatever its sign, as CUDA does;
- *   - underflow keeps the sign (-1e-30 -> -0);
- *   - decoding is exact; a NaN decodes to a quiet f32 NaN with the same sign
- *     and the format's mantissa bits at the top of the f32 mantissa.
- */
+ * functions and kk_convert_host. Everything works on bit patterns with integer
+ * arithmetic (NaNs are built by hand), so the result depends on no compiler,
+ * rounding mode or flush-to-zero, and src/cuda/kernels/convert.cuh gives the
+ * same bits on the GPU. The rules and tables: docs/formats.md. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

@@ -1,16 +1,6 @@
 /* Logging: levels per logger prefix, KK_LOG / KK_LOG_FORMAT, the sink, and
- * writing records. Formatting a record into a line lives in log_format.c.
- *
- * Locking. g_levels_lock (a rwlock) guards the level table; g_out_lock (a
- * mutex) guards the sink and the shared line buffer and serialises sink
- * calls. The two are never held together, so there is no lock order to get
- * wrong. kk_log_enabled usually takes no lock at all: it first checks atomic
- * summaries of the table (the highest and lowest level set anywhere, and
- * whether any per-logger level exists).
- *
- * A sink runs with g_out_lock held, so records logged from inside a sink are
- * dropped (they would deadlock or recurse); a sink may still replace the sink
- * or change the configuration. */
+ * writing records (formatting a record into a line is log_format.c).
+ * docs/logging.md. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +32,11 @@ typedef struct prefix_level {
     kk_log_level level;
 } prefix_level;
 
+/* Locking: g_levels_lock guards the level table; g_out_lock guards the sink
+ * and the shared line buffer and serialises sink calls. The two are never
+ * held together, so there is no lock order. kk_log_enabled usually takes no
+ * lock (it reads the atomic summaries below). A sink runs with g_out_lock
+ * held, so records logged from inside a sink are dropped. */
 static pthread_rwlock_t g_levels_lock = PTHREAD_RWLOCK_INITIALIZER;
 static prefix_level g_prefixes[MAX_PREFIXES]; /* guarded by g_levels_lock */
 static size_t g_prefix_count;                 /* guarded by g_levels_lock */

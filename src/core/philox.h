@@ -1,17 +1,8 @@
 /* Internal: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as
  * 1, 2, 3", SC'11) and the attention dropout mask built on it, shared word for
- * word by the float64 reference, the CPU kernel and the CUDA kernels.
- *
- * The mask is a pure function of (seed, offset, b, h, i, j), so any kernel,
- * whatever its tiling or thread count, drops exactly the same elements:
- *   counter = { j / 4, i, b * Hq + h, offset mod 2^32 }
- *   key     = { seed mod 2^32, (seed / 2^32) xor (offset / 2^32) }
- *   r       = philox4x32_10(counter, key)[j mod 4]
- *   keep    = r >= threshold,  threshold = min(floor(p * 2^32), 2^32 - 1)
- * where b is the batch (the sequence, for packed variable-length batches), h
- * the query head, i the query row and j the key column inside that sequence.
- * A kept probability is scaled by 1 / (1 - p). One Philox call serves four
- * consecutive keys, which is how the kernels use it. */
+ * word by the float64 reference, the CPU kernel and the CUDA kernels: the mask
+ * is a pure function of (seed, offset, b, h, i, j), so every kernel drops the
+ * same elements whatever its tiling. docs/kernels/attention.md. */
 #ifndef KK_CORE_PHILOX_H
 #define KK_CORE_PHILOX_H
 
@@ -52,7 +43,12 @@ KK__PHD kk__philox4 kk__philox4x32_10(kk__philox4 c, uint32_t k0, uint32_t k1) {
   return c;
 }
 
-/* The four random words of keys j = 4*j4 .. 4*j4+3 of query row i. */
+/* The four random words of keys j = 4*j4 .. 4*j4+3 of query row i:
+ *   counter = { j / 4, i, b * Hq + h, offset mod 2^32 }
+ *   key     = { seed mod 2^32, (seed / 2^32) xor (offset / 2^32) }
+ * b is the batch (the sequence, for varlen), h the query head, i the query row
+ * and j the key column inside that sequence. Key j is kept when word j mod 4
+ * >= kk__dropout_threshold(p); a kept weight is scaled by 1 / (1 - p). */
 KK__PHD kk__philox4 kk__dropout_bits(uint64_t seed, uint64_t offset,
                                      uint32_t bh, uint32_t i, uint32_t j4) {
   const kk__philox4 c = {{j4, i, bh, (uint32_t)offset}};

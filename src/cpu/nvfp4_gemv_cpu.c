@@ -1,21 +1,9 @@
-/* nvfp4_gemv on the CPU: the "CPU twin" of src/cuda/kernels/nvfp4_gemv.cu
- * (docs/kernels/nvfp4_gemv.md).
- *
- *   c[l,m] = f16( ga*gb * sum_j (sa[l,m,j]*sb[l,j]) * sum_{k in block j} a[l,m,k]*b[l,k] )
- *
- * Every product a*b of two e2m1 values is a multiple of 1/4 of magnitude <= 36,
- * so a block's 16-term dot product is exact in f32 in any order, and so is its
- * product with sa*sb (<= 12 + 8 significant bits). The only roundings are the
- * f32 sum over blocks, the global scale and the final f16 rounding, the same
- * as on the GPU; the two differ only in the order of that sum.
- *
- * Work: b is decoded once per batch into f32, split into its even and odd
- * elements (the low and high nibbles of a's bytes), and sb into f32, for a
- * slab of batches; the rows of the slab's batches are then spread over the
- * threads in groups that share 2048-element tiles of b (kept in L1). a's bytes
- * are decoded with bit arithmetic (a table lookup needs a gather) in a loop
- * that vectorizes (gcc -fopt-info-vec reports it; see the doc), compiled for
- * SSE2 and for AVX2 and picked at run time. */
+/* nvfp4_gemv on the CPU, the twin of src/cuda/kernels/nvfp4_gemv.cu: every
+ * block's 16-term dot product (and its product with sa*sb) is exact in f32,
+ * so the only roundings are the GPU's and the two differ only in the order of
+ * the f32 sum over blocks. a's bytes are decoded with vectorized bit
+ * arithmetic (SSE2 and AVX2, picked at run time). docs/kernels/nvfp4_gemv.md,
+ * "The CPU twin". */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,23 +1,8 @@
-/* The GPU timer of the benchmark sampler (see src/harness/bench/measure.c).
- *
- * One sample, in stream order:
- *   [blocking kernel] [L2 flush, when cold] event start | work | event stop
- * and only then does the host release the blocking kernel. The events bracket
- * the work alone: the flush runs before the start event, and since the stream
- * was held while the work was enqueued, no host launch latency falls between
- * the events either. A batch replaces "work" with one launch of a CUDA graph
- * holding N runs captured back to back; its time is divided by N in measure.c.
- *
- * The flush (options.flush_mode) is a cudaMemsetAsync of an L2-sized buffer
- * (write, GPU MODE's rule), or a read kernel over 2x the L2 (read): the L2 is
- * then left holding clean lines, so the dirty lines a write flush leaves are
- * not written back inside the timed work.
- *
- * Current device: the sampler runs on the caller's thread, and the callback
- * must enqueue with device N current, so this timer sets device N current and
- * sets the caller's previous device back when it is destroyed (unlike the
- * short-lived device threads of cuda_backend.c, which would move the callback
- * onto another thread and its thread-local state with it). */
+/* The GPU timer of the benchmark sampler (src/harness/bench/measure.c). A
+ * blocking kernel holds the stream while [L2 flush, when cold] start event,
+ * work, stop event are enqueued, so the events bracket the work alone: no
+ * flush and no host launch latency falls between them. A batch is one launch
+ * of a CUDA graph of N runs. docs/harness-results.md. */
 #include <cuda_runtime_api.h>
 
 #include <stdio.h>
@@ -242,6 +227,10 @@ static kk_status prime(cuda_timer *c) {
     return e ? fail(KK_ERR_KERNEL_LAUNCH, e, "the benchmarked work failed while running") : KK_OK;
 }
 
+/* The sampler runs on the caller's thread and the callback must enqueue with
+ * the device current, so the timer makes it current here and cuda_destroy sets
+ * the caller's previous device back (a device thread, as cuda_backend.c uses,
+ * would move the callback and its thread-local state onto another thread). */
 static kk_status setup(cuda_timer *c, const kk_bench_options *o) {
     cudaError_t e = cudaSetDevice(c->device);
     if (e) return fail(KK_ERR_DEVICE_FAILURE, e, "cudaSetDevice failed");

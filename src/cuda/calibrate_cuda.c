@@ -1,17 +1,8 @@
-/* GPU ceilings of kernelkit calibrate on CUDA device N:
- *   copy_gbs    1 GiB (quick: 256 MiB) device to device, bytes read + written:
- *               the better of cudaMemcpyAsync and a 16-byte copy kernel
- *   read_gbs    the same buffer read by a kernel with 16-byte loads that
- *               writes nothing (see kernels/calibrate_kernels.cu)
- *   fp32_tflops independent FMA chains, 2 FLOP per FMA
- *   bf16_tflops 8192^3 GEMM through cuBLASLt: bf16 A, B, C, D, fp32 compute
- *   fp8_tflops  8192^3 GEMM through cuBLASLt: TN, e4m3 A and B, bf16 C and D,
- *               fp32 compute, A and B scales as device fp32 pointers (1.0),
- *               16-byte aligned (4 bytes apart, cublasLtMatmul said NOT_SUPPORTED)
- * GEMM inputs are random (no zeros). cuBLASLt is loaded at run time
- * (cublaslt_dl.c); without it the two GEMM ceilings are marked unavailable
- * with the reason and the rest is still measured. The caller's current device
- * is set back before returning. */
+/* GPU ceilings of kernelkit calibrate on CUDA device N: copy and read
+ * bandwidth, fp32 FMA throughput, and bf16 and fp8 GEMM throughput through
+ * cuBLASLt (loaded at run time; without it those two are marked unavailable
+ * and the rest is still measured). What each one measures: docs/harness.md,
+ * "kernelkit calibrate". The caller's current device is set back on return. */
 #include <cuda_runtime_api.h>
 
 #include <stdio.h>
@@ -99,7 +90,8 @@ typedef struct gemm_job {
     const kk__cublaslt *lt;
     void *handle, *desc, *la, *lb, *lc, *ld, *pref;
     void *a, *b, *c, *d, *workspace;
-    float *scales; /* device: [0] A scale, [4] B scale (16 bytes apart) */
+    float *scales; /* device: [0] A scale, [4] B scale (16 bytes apart:
+                    * cublasLtMatmul answers NOT_SUPPORTED for 4) */
     kk__cublaslt_heuristic algo;
     float alpha, beta;
 } gemm_job;

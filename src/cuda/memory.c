@@ -1,19 +1,7 @@
-/* Raw CUDA memory for the caching allocator (src/backend/memory*.c):
- * cudaMalloc/cudaFree, cudaMemGetInfo, events for stream-ordered reuse,
- * copies with cudaMemcpy, and page-locked host memory with cudaHostAlloc.
- *
- * The caller's current device. cudaMalloc and friends act on the calling
- * thread's current device, and the backend's rule is never to change it for
- * good (see kk__cuda_run_on_device_thread in cuda_backend.c). run_on() below does the
- * work on the calling thread when the device is already current (the common
- * case: one GPU); when another device is current and that device's primary
- * context exists, it switches with cudaSetDevice and switches back (putting
- * back a device that has a context creates nothing); otherwise (a thread that
- * never chose a device, whose "current device 0" has no context yet) it uses
- * a short-lived helper thread, because switching back would create a context
- * on GPU 0 for nothing. Whether a primary context exists is asked of the
- * driver through cudaGetDriverEntryPointByVersion, so libcuda is still not
- * linked; without it the helper thread is used. */
+/* Raw CUDA memory for the caching allocator (src/backend/memory*.c): device
+ * memory, cudaMemGetInfo, events for stream-ordered reuse, copies, and
+ * page-locked host memory, all without changing the caller's current device
+ * for good (run_on below). docs/memory.md. */
 #include <cuda.h> /* driver API types only */
 #include <cuda_runtime_api.h>
 
@@ -78,6 +66,12 @@ static void *device_thread(void *p) {
     return NULL;
 }
 
+/* Runs fn on `device`: on this thread when the device is already current (the
+ * common case); with cudaSetDevice and back when the current device's primary
+ * context exists; otherwise on a short-lived helper thread, since switching
+ * back would create a context on GPU 0 for nothing. Whether a primary context
+ * exists is asked of the driver through cudaGetDriverEntryPointByVersion (no
+ * link against libcuda); without that, the helper thread is used. */
 static cudaError_t run_on(int device, device_fn fn, void *arg) {
     int current = -1;
     if (cudaGetDevice(&current) != cudaSuccess) current = -1;

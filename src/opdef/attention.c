@@ -1,18 +1,8 @@
-/* Attention forward, the naive way: for every (batch, head, query row) the
- * scores of every visible key, a softmax with the maximum subtracted, and the
- * weighted sum of V, all in float64.
- *
- * Layouts: q, o [B,Hq,Sq,D]; k, v [B,Hkv,Sk,D]; lse [B,Hq,Sq] f32 (natural
- * log). GQA: query head h reads kv head h / (Hq/Hkv). The mask is aligned to
- * the bottom right, as FlashAttention 2.1+ does (PyTorch SDPA's is_causal is
- * top-left when Sq != Sk): query i stands at key position c = i + Sk - Sq,
- * causal keeps keys j <= c, window_left w keeps j >= c - w, window_right w
- * keeps j <= c + w (-1 = no limit). A row that sees no key (causal with
- * Sq > Sk, or windows) has o = 0 and lse = -inf, as FlashAttention writes it.
- * Dropout (p > 0) zeroes each softmax weight that src/core/philox.h's mask
- * drops and scales the kept ones by 1 / (1 - p), after the normalization (the
- * weights of a row no longer sum to 1); lse is that of the undropped softmax.
- */
+/* Attention forward, the naive way, in float64: for every (batch, head, query
+ * row) the scores of every visible key, a softmax with the maximum subtracted,
+ * and the weighted sum of V; the reference every attention kernel is checked
+ * against. Layouts, the bottom-right mask and dropout: docs/harness.md,
+ * "References". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

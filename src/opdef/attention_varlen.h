@@ -1,25 +1,8 @@
 /* Internal: the `attention_varlen` op's registry row (src/opdef/attention_varlen.c)
- * and its kernels (src/cpu/attention_varlen_cpu.c, src/cuda/kernels/attention_varlen.cu).
- *
- * Attention over a packed batch of variable-length sequences, FlashAttention's
- * varlen forward: q, o [1,Hq,total_q,D] (the strided view of a [total_q,Hq,D]
- * buffer, or contiguous), k, v [1,Hkv,total_k,D], int32 cu_seqlens_q and
- * cu_seqlens_k [nseq+1] (0, nondecreasing, the last = total): sequence s holds
- * query rows cu_seqlens_q[s] .. cu_seqlens_q[s+1]-1 and keys cu_seqlens_k[s] ..
- * cu_seqlens_k[s+1]-1. Each sequence is one attention of the `attention` op
- * (B = 1, Sq and Sk its own lengths): the mask is bottom-right aligned per
- * sequence, lse [1,Hq,total_q] f32 (the memory of FlashAttention's
- * [Hq,total_q]). Dropout takes the sequence index as the batch of
- * src/core/philox.h (bh = s * Hq + h) and the row and key inside the
- * sequence, as FlashAttention's varlen kernels do.
- *
- * The lengths are data, but a case carries them: seqlens_q and seqlens_k
- * (LIST parameters, "5:0:17") fill the cu_seqlens tensors of the harness's
- * inputs, and the FLOP count uses them. Without the lists (kk_attention_varlen
- * and `kernelkit run` with the caller's tensors) nseq, total_q and total_k must
- * be given; the harness then takes the even split (sequence s holds rows
- * floor(s T / n) .. floor((s+1) T / n) - 1). nseq, total_q, total_k,
- * max_seqlen_q and max_seqlen_k at 0 are taken from the lists. */
+ * and its kernels (src/cpu/attention_varlen_cpu.c, src/cuda/kernels/attention_varlen.cu):
+ * attention over a packed batch of variable-length sequences, FlashAttention's
+ * varlen forward, each sequence one `attention` with B = 1. Layouts, cu_seqlens,
+ * dropout and the seqlens lists: docs/kernels/attention.md, "Variable-length batches". */
 #ifndef KK_OPDEF_ATTENTION_VARLEN_H
 #define KK_OPDEF_ATTENTION_VARLEN_H
 

@@ -1,16 +1,8 @@
-/* NVFP4 block-scaled GEMV, the GPU MODE nvfp4_gemv problem (ANCHORS):
- *   c[l,m] = sum_k (a[l,m,k] * sa[l,m,k/16] * ga) * (b[l,0,k] * sb[l,0,k/16] * gb)
- * a: M x K x L e2m1, K-major, two per byte low nibble first, L outermost, so in
- * memory (and here) [L,M,K]; b [L,1,K] likewise. One fp8 e4m3 scale per 16
- * consecutive K elements, for a [L,M,K/16] and for b [L,1,K/16] in the plain
- * layout, or the same scales in cuBLAS's 128x4 blocked layout
- * [L, ceil(rows/128), K/64, 512] (kk_nvfp4_blocked_offset; padding unused).
- * With global=1, f32 global scales ga [1] and gb [1]; without, 1. c: [L,M,1]
- * f16, which the checker compares with this float64 result unrounded.
- *
- * The inputs arrive decoded (e2m1 and e4m3 codes to their exact values, as
- * kk_e2m1_to_f32 / kk_e4m3_to_f32 give them), so the reference only
- * dequantizes each element and takes the dot product. */
+/* NVFP4 block-scaled GEMV, the GPU MODE nvfp4_gemv problem: the op's row and
+ * its float64 reference, c[l,m] = sum_k (a*sa*ga)[l,m,k] * (b*sb*gb)[l,0,k].
+ * The inputs arrive decoded to their exact values, so the reference only
+ * dequantizes and takes the dot product. Layouts (plain and 128x4 blocked
+ * scales): docs/kernels/nvfp4_gemv.md, "Semantics". */
 #include "opdef/nvfp4_gemv.h"
 #include "kernelkit/quant.h"
 

@@ -1,18 +1,8 @@
 /* Internal: what the typed entry points of kernelkit/ops.h share (one file per
- * op under src/ops/). An entry point reads the sizes off its tensors' shapes,
- * fills the op's registry parameters by index (p.i[KK__...], p.f[KK__...]) and
- * calls kk_op_run, which validates them, checks every tensor and dispatches:
- * no text is formatted or parsed on the way, so an entry point costs little
- * more than kk_op_run itself (`kernelkit bench --host-overhead` measures
- * both).
- *
- *   static kk__op_row row = KK__OP_ROW("softmax");
- *   kk_op_params p;
- *   kk_status st = kk__entry_need("softmax", "x", x, 2);
- *   if (st == KK_OK) st = kk__entry_params(&row, &p);
- *   if (st != KK_OK) return st;
- *   p.i[KK__SMX_ROWS] = x->shape[0]; ...
- *   return kk__entry_run(&p, (const kk_tensor *[]){x, y}, 2, stream, NULL, 0); */
+ * op under src/ops/). They fill the op's parameters by index and call
+ * kk_op_run, with no text formatted or parsed, so an entry point costs little
+ * more than kk_op_run itself (`kernelkit bench --host-overhead` measures both).
+ * docs/architecture.md, "Kernels of an op". */
 #ifndef KK_OPS_ENTRY_H
 #define KK_OPS_ENTRY_H
 
@@ -21,7 +11,16 @@
 #include "kernelkit/ops.h"
 #include "opdef/opdef.h"
 
-/* An op's registry row and its parameters at their defaults, looked up on the
+/* An entry point, in short:
+ *   static kk__op_row row = KK__OP_ROW("softmax");
+ *   kk_op_params p;
+ *   kk_status st = kk__entry_need("softmax", "x", x, 2);
+ *   if (st == KK_OK) st = kk__entry_params(&row, &p);
+ *   if (st != KK_OK) return st;
+ *   p.i[KK__SMX_ROWS] = x->shape[0]; ...
+ *   return kk__entry_run(&p, (const kk_tensor *[]){x, y}, 2, stream, NULL, 0);
+ *
+ * An op's registry row and its parameters at their defaults, looked up on the
  * first call and kept: later calls pay one atomic load and a copy instead of
  * a search of the table and kk_op_params_init (which parses the defaults of
  * LIST parameters from text). */

@@ -1,19 +1,9 @@
-// Attention for decode (flash-decoding): few query rows (Sq small) against a
-// long key sequence. The forward kernel would give each (batch, head) one CTA
-// of 128 query rows, nearly all empty, and leave most SMs idle; this one
-// splits the keys across CTAs instead, and reads each kv head's K and V once
-// for all the query heads that share it (GQA).
-//
-// Grid: (split, batch x kv head). A CTA's rows are the group's query heads
-// times the Sq queries (at most 16: one m16 tile), r = hg * Sq + i for query
-// head hk * group + hg. Its key range is one split; its four warps take turns
-// on blocks of it, each with its own online softmax (the same arithmetic as
-// the forward kernel) and its own pipeline of stages, then merge through
-// shared memory and write the split's partial result: O normalized by the
-// split's own sum, and that sum's log-sum-exp (natural log, -inf when the
-// split saw no key). attention_combine then weighs the splits by
-// exp(lse_split - lse) per row. The work is memory-bound (every K and V byte
-// is read once per kv head): what matters is bytes in flight all the time.
+// Attention for decode (flash-decoding): few query rows against a long key
+// sequence. The forward kernel would give each (batch, head) one mostly empty
+// CTA and leave most SMs idle; this one splits the keys across CTAs, reads each
+// kv head's K and V once for all the query heads that share it (GQA), and
+// attention_combine weighs the splits by exp(lse_split - lse). Memory-bound:
+// what matters is bytes in flight. docs/kernels/attention.md, "Decode".
 #pragma once
 
 #include "cuda/kernels/attention_sm80.cuh"

@@ -1,20 +1,9 @@
-// Attention forward, the sm_80-class path (mma.sync, ldmatrix, cp.async): runs
-// on Ampere, Ada and Hopper. FlashAttention-2's schedule: one CTA per 128 query
-// rows of one (batch, head) (64 for head dims over 128), four warps of two m16
-// tiles each; the CTA walks the key blocks its rows may see, 64 to 128 keys at
-// a time (Config), with an online softmax in registers, so memory stays O(S.D).
-//
-// Per key block: S = Q K^T (mma m16n8k16, Q fragments kept in registers for
-// KD <= 64), mask, online softmax (running max m and sum l per row, exp2 with
-// the scale folded into log2(e)), P cast to 16 bits straight from the S
-// accumulators (an m16n8 accumulator pair is an m16k16 A fragment), O += P V
-// (V read with ldmatrix.trans). K of the next block is loaded while P V runs,
-// V while Q K^T runs. Shared-memory rows are padded by 16 bytes so ldmatrix's
-// eight row addresses fall in eight different bank groups.
-//
-// Head dims: the kernel is compiled for KD in {32, 64, 96, 128, 256}; a head
-// dim d <= KD that is a multiple of 8 runs on the next KD with the columns past
-// d zero-filled on load (they add nothing to Q K^T) and not stored.
+// Attention forward, the sm_80-class path (mma.sync, ldmatrix, cp.async; runs
+// on Ampere, Ada and Hopper), and the helpers every attention kernel shares
+// (masks, online softmax, dropout). FlashAttention-2's schedule: one CTA per
+// block of query rows of one (batch, head) walks the key blocks its rows may
+// see with an online softmax in registers, so memory stays O(S.D).
+// docs/kernels/attention.md, "The kernel".
 #pragma once
 
 #include <cuda_bf16.h>

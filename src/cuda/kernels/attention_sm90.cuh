@@ -1,26 +1,9 @@
-// Attention forward, the Hopper path (sm_90a): the same op and arithmetic as
-// attention_sm80.cuh (masks, online softmax, dropout, lse: its helpers), with
-// Hopper's warpgroup MMA in place of mma.sync. One CTA of kWarpgroups
-// warpgroups per 64 * kWarpgroups query rows of one (batch, head); each
-// warpgroup owns 64 rows:
-//
-//   S = Q K^T    wgmma m64nBNk16, Q and K both read from shared memory
-//   online softmax of S in registers (the accumulator layout is mma.sync's)
-//   O += P V     wgmma m64nKDk16, P from registers (the S accumulators cast
-//                to 16 bits are the A fragments), V from shared memory
-//                N-major (no transpose through ldmatrix)
-//
-// K and V go through kStages shared-memory stages loaded with cp.async, so
-// block j + kStages - 1 is in flight while block j is computed. Tiles are
-// stored with the 128-byte swizzle wgmma reads: a 64-column block of a tile is
-// rows of 128 bytes whose 16-byte chunk c sits at c ^ (row % 8); blocks of 64
-// columns follow each other. The warpgroups of a CTA take turns on the tensor
-// cores and the exponentials without explicit scheduling (the producer
-// warpgroup and ping-pong are attention_sm90_ws.cuh's).
-//
-// Compiled only for sm_90a (wgmma); elsewhere the kernel is empty and the
-// launcher never picks it (attention_sm90.cu checks the device and the
-// binary's architecture).
+// Attention forward, the Hopper path (sm_90a): attention_sm80.cuh's op and
+// arithmetic with warpgroup MMA (wgmma) in place of mma.sync, K and V through
+// cp.async stages stored with the 128-byte swizzle wgmma reads; HopperRows is
+// the arithmetic both Hopper kernels share. Compiled only for sm_90a; elsewhere
+// the kernel is empty and the launcher never picks it.
+// docs/kernels/attention.md, "The Hopper kernel".
 #pragma once
 
 #include "cuda/kernels/attention_sm80.cuh"

@@ -1,20 +1,9 @@
-// Attention forward, the warp-specialized Hopper kernel (sm_90a):
-// FlashAttention-3's division of labour. One producer warpgroup (one thread
-// of it working, its registers given up with setmaxnreg) loads Q and the K
-// and V blocks with the tensor memory accelerator into kStages stages, each
-// stage with a "full" barrier (the copies' bytes complete it) and an "empty"
-// one (every consumer warp arrives when it is done with the stage). The
-// consumer warpgroups (64 query rows each, registers raised) run
-// attention_sm90.cuh's arithmetic (HopperRows) with the softmax of block
-// j + 1 overlapped with P V of block j: no __syncthreads and no address
-// arithmetic in their loop. With ping-pong they take turns issuing their
-// GEMMs (named barriers), so that one's softmax runs under the other's GEMMs.
-//
-// The tensor maps (attention_sm90.cu) describe Q, K, V as 4-D tensors
-// [B][H][S][d] with their strides and the 128-byte swizzle: a box is 64
-// columns (128 bytes) by kBlockM or kBlockN rows, which is exactly one
-// 64-column block of load_tile_sw128's layout; rows past S and columns past d
-// arrive as zeros.
+// Attention forward, the warp-specialized Hopper kernel (sm_90a),
+// FlashAttention-3's division of labour: a producer warpgroup loads Q, K and V
+// with the tensor memory accelerator into stages guarded by full/empty
+// mbarriers, so the consumer warpgroups run HopperRows (softmax of block j + 1
+// under P V of block j; with ping-pong, GEMMs in turn) with no __syncthreads.
+// docs/kernels/attention.md, "The warp-specialized Hopper kernel".
 #pragma once
 
 #include <cuda.h>

@@ -1,13 +1,9 @@
-// The `attention_varlen` op's CUDA kernel slot: the attention forward kernel
+// The `attention_varlen` op's CUDA kernel slot: the forward kernel
 // (attention_sm80.cuh) with kVarlen, one CTA per (sequence x query head, query
-// block), the grid sized by max_seqlen_q as FlashAttention's varlen API does.
-// The slot reads no device data: cu_seqlens are only read by the kernel, which
-// skips a sequence whose offsets do not fit the tensors (the CPU kernel and
-// the reference check them and name the bad element). What the kernel does
-// not cover (f32, head dims that are not multiples of 8, rows that are not
-// 16-byte aligned) is KK_ERR_UNSUPPORTED before anything is enqueued, and
-// kk_op_run runs the CPU kernel. The decode path is not used: a packed batch
-// of short query sequences still fills the GPU with sequences x heads CTAs.
+// block), the grid sized by max_seqlen_q as in FlashAttention. cu_seqlens are
+// read only by the kernel, which skips a sequence whose offsets do not fit the
+// tensors; unsupported cases are KK_ERR_UNSUPPORTED before anything is enqueued.
+// docs/kernels/attention.md, "Variable-length batches".
 #include <cuda_runtime.h>
 
 #include <atomic>

@@ -1,40 +1,9 @@
 // nvfp4_gemv on CUDA (sm_80 and newer; tuned for Hopper, sm_90a):
 //   c[l,m] = f16( ga*gb * sum_j (sa[l,m,j]*sb[l,j]) * sum_{k in block j} a[l,m,k]*b[l,k] )
-// Design and measurements: docs/kernels/nvfp4_gemv.md. The CPU twin is
-// src/cpu/nvfp4_gemv_cpu.c; both give the same f32 terms and differ only in
-// the order of the f32 sum over blocks.
-//
-// Memory-bound: a (K/2 bytes a row) is streamed once with 16-byte
-// ld.global.nc.L1::no_allocate loads, coalesced across the lanes of a warp.
-// A warp owns a unit of R rows (R = 8, or 4; every decoded piece of b serves
-// all of them) and a slice of K; the S warps of a unit split K between them
-// and add their sums through shared memory. Each 16-byte load is 32 elements
-// = two scale blocks, whose two e4m3 scales are one 2-byte load (plain and
-// blocked alike: the 128x4 atom keeps a row's 4 consecutive scales together).
-//
-// Decoding happens in registers, to f16, exactly: a block's 16 products a*b
-// are summed in half2 (8 per lane, each a multiple of 2^-16 below 2^-5, so
-// every partial sum is exact), then in f32 times the exact scale product.
-// Four decoders (docs: "versions"):
-//   variant 0 "bits": the e2m1 bits land in f16 bits [11:9] and 15, which is
-//     the value times 2^-14 (f16's subnormals line up with e2m1's); b is
-//     brought back to its true value by one multiply by 2^14.
-//   variant 1 "cvt":  each nibble becomes an e4m3 byte (value times 2^-6) and
-//     cvt.rn.f16x2.e4m3x2 (sm_89+; emulated on sm_80) turns pairs into half2.
-//   variant 2 "int":  no f16 at all: prmt looks a's nibbles up as int8 (2x the
-//     value), dp4a multiplies them by int8 b, decoded once per CTA into
-//     shared memory; a block's dot is an exact integer (lane_sums2).
-//   variant 4: variant 2 with persistent CTAs (resident CTAs x SMs, each
-//     looping over variant 2's CTAs' work; b re-decoded only when the batch
-//     changes). 3 means 2.
-// KK_NVFP4_GEMV_VARIANT=0|1|2|4 and KK_NVFP4_GEMV_ROWS=4|8 pick one of the six
-// instantiations at launch (default 2 and 8), KK_NVFP4_GEMV_SPLIT=1|2|4|8
-// forces the split of K; for tuning on the GPU. All give the same bits for
-// the same split.
-//
-// Everything a lane computes is __host__ __device__, so kk__nvfp4_gemv_emulate
-// can run the kernel's exact arithmetic and indexing on the CPU, lane by lane,
-// and give the GPU's bits (tests/test_nvfp4_gemv.c runs it without a GPU).
+// Memory-bound: a is streamed once with 16-byte non-allocating loads and
+// decoded in registers exactly, so the result differs from the CPU twin
+// (src/cpu/nvfp4_gemv_cpu.c) only in the order of the f32 sum over blocks.
+// The decoder variants, KK_NVFP4_GEMV_* and measurements: docs/kernels/nvfp4_gemv.md.
 #include <cuda_runtime.h>
 
 #include <cuda_fp16.h>
@@ -151,6 +120,9 @@ kk_status make_args(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind 
     return KK_OK;
 }
 
+// Everything a lane computes is __host__ __device__, so this runs the kernel's
+// exact arithmetic and indexing on the CPU and gives the GPU's bits
+// (tests/test_nvfp4_gemv.c runs it without a GPU).
 // The grid on the host: every lane of every warp, the butterfly of
 // __shfl_xor_sync (a + b is commutative, so every lane ends with the same
 // bits), then the slices in order, as the kernel does.

@@ -1,22 +1,6 @@
-/* The sampler: warm-up, batch choice, adaptive sampling, throttle drop.
- *
- * The loop is the same on every device; a timer (measure_internal.h) takes
- * one sample. docs/harness-results.md explains each rule; in short:
- *   1. warm-up: at least warmup_runs single runs and warmup_time_s, timed so
- *      that their median estimates one run;
- *   2. batch: a run under batch_threshold_s is repeated N times per sample
- *      (a CUDA graph on the GPU) so a sample lasts batch_target_s; batched
- *      samples are hot, since the runs follow each other with nothing between;
- *   3. samples: cold ones (GPU default) flush the caches first, outside the
- *      timed region (options.flush_mode: write the flush buffer, GPU MODE's
- *      rule, or sweep 2x the cache with reads so no dirty line is left for
- *      the sample to write back); on a GPU the SM clock is read after a sample (at most
- *      every 10x the cost of a read, see measure_internal.h) and the samples
- *      since the last reading are dropped and counted when it reads under
- *      throttle_fraction of the maximum;
- *   4. stop when the median's bootstrap RSE is under rse_target (once there
- *      are min_samples and min_time_s of timed work), at max_samples, or when
- *      time_budget_s of wall time is spent. */
+/* The sampler: warm-up, batch choice, adaptive sampling, throttle drop. The
+ * loop is the same on every device; a timer (measure_internal.h) takes one
+ * sample. docs/harness-results.md explains each rule. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,16 +1,8 @@
-/* Fuzzing: random valid parameters for any op.
- *
- * Every integer size is drawn from a mixture that kernels get wrong: 1, small
- * odd sizes, sizes at and next to multiples of the usual tiles (16, 64, 128),
- * and uniform sizes. Booleans, enums and dtypes are uniform over their
- * choices. Ops whose generic draw is poor fix it up in their row's fuzz hook
- * (src/opdef/<op>.c): attention's heads and windows, convert's longer vectors.
- *
- * Default sizes stay small, so the float64 reference takes milliseconds on a
- * CPU: the largest size parameter is halved (odd sizes stay odd) until every
- * tensor holds <= 2^18 elements and the reference needs <= 2^25 FLOPs. With
- * --big one size per op grows until the case fills the memory budget, the
- * reference capped at 2^35 FLOPs (about 20 s on one CPU core). */
+/* Fuzzing: random valid parameters for any op, sizes drawn from a mixture
+ * that kernels get wrong (1, small odd sizes, sizes at and next to tile
+ * multiples) and kept small enough that the float64 reference takes
+ * milliseconds (--big grows one to fill the memory budget). An op whose generic
+ * draw is poor fixes it up in its row's fuzz hook. docs/harness.md, "Fuzzing". */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,16 +1,8 @@
-/* The case runner: one case from its seed to a verdict.
- *
- * 1. Skip what cannot run here: no kernel for the device's backend, a float64
- *    reference above the FLOP limit, more memory than is free.
- * 2. Draw the inputs from the case seed into host buffers and decode separate
- *    float64 copies for the reference; run the reference.
- * 3. Run the kernel on its own device tensors with every output poisoned
- *    (variant 0), and read the inputs back: a kernel must not write them.
- * 4. Run it a second time, poisoned with variant 1, when poison could survive
- *    unnoticed: a dtype without NaN (e2m1, integers), or an op that allows NaN
- *    where the reference is NaN. An element whose bits differ between the two
- *    runs was never written (docs/harness.md, "Poison").
- * 5. Check every output with the op's tolerance for its dtype. */
+/* The case runner: one case from its seed to a verdict. It skips what cannot
+ * run here, runs the float64 reference, runs the kernel with poisoned outputs
+ * (twice, with two poisons, where poison could pass unnoticed), checks that the
+ * inputs are untouched and every output is within tolerance.
+ * docs/harness.md, "Running a case" and "Poison". */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
