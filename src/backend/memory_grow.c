@@ -1,13 +1,8 @@
-/* New segments, with out-of-memory protection and fault injection.
- *
- * A request the cache cannot serve needs a new segment. Before taking one,
- * the device's free memory (cudaMemGetInfo; /proc/meminfo on the CPU; the
- * allocator's limit minus what it has reserved, when one is set) must cover
- * the segment times the safety margin, and the pool must stay within
- * memory.max_pool_bytes. When a check fails or the underlying allocation
- * itself reports out-of-memory, every fully free cached segment of the device
- * is given back and the whole thing is tried once more; then the request is
- * refused with KK_ERR_OUT_OF_MEMORY and a message with the numbers. */
+/* New segments, with out-of-memory protection and fault injection: a new
+ * segment is taken only when the device's free memory covers it with the
+ * safety margin and the pool stays within its limit; otherwise, or when the
+ * allocation itself fails, the device's fully free cached segments are given
+ * back and it is tried once more. docs/memory.md, "Out-of-memory protection". */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,13 +1,8 @@
 /* The free blocks of one (pool, size class), ordered by (size, address): a
- * treap, a binary search tree kept balanced in expectation by heap-ordered
- * pseudo-random priorities. Search, insert and remove are O(log n) expected.
- *
- * Why a tree and not size-bucketed lists: best fit needs "the smallest block
- * of at least n bytes", and a sorted structure answers it exactly. Why a
- * treap: it is intrusive (the links live in the block), so inserting never
- * allocates, and returning memory to the cache can never fail; and it is the
- * shortest balanced tree to get right. Ties on size go to the lower address,
- * which packs allocations towards segment starts and helps coalescing. */
+ * treap, so best fit ("the smallest block of at least n bytes") is answered
+ * exactly in O(log n) expected, and, being intrusive, inserting never
+ * allocates and returning memory can never fail. Ties go to the lower address,
+ * which helps coalescing. docs/memory.md, "Segments, blocks and size classes". */
 #include <stddef.h>
 
 #include "backend/memory_internal.h"

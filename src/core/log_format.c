@@ -1,13 +1,8 @@
-/* Formatting one log record as one line, text or JSON.
- *
- * Text:  INFO kernelkit.cuda.device: backend initialized device="NVIDIA H200" sms=132
- * JSON:  {"ts":1763779200.123,"level":"info","logger":"...","msg":"...","sms":132}
- *
- * Whatever the input, the result is exactly one line that fits the caller's
- * buffer: control characters are escaped (a record can never break a line),
- * and output that does not fit is cut between characters, an open string is
- * closed, and the line ends with truncated=true (text) or "truncated":true
- * (JSON) so that the cut is visible and the JSON stays parseable. */
+/* Formatting one log record as one line, text or JSON. Whatever the input,
+ * the result is exactly one line that fits the caller's buffer: control
+ * characters are escaped, and output that does not fit is cut between
+ * characters, closed, and marked truncated so the JSON stays parseable.
+ * docs/logging.md. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

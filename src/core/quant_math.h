@@ -1,14 +1,8 @@
 /* Internal: the scaling arithmetic of quantization, shared word for word by
- * the CPU (src/cpu/quant_cpu*.c) and the GPU (src/cuda/kernels/quant.cu).
- *
- * Bit-for-bit agreement rests on three things: the same f32 operations in the
- * same order (each function below is one or two correctly rounded IEEE
- * operations: no a*b+c that a compiler could fuse into an FMA, no reciprocal
- * instead of a division), the same narrow-format rounding (the shared
- * conversion rules of kernelkit/dtype.h, src/cuda/kernels/convert.cuh on the
- * GPU), and amax being a max (exact, order-free). On the GPU the divisions and
- * products are written with __fdiv_rn / __fmul_rn so that no compiler flag
- * (--use_fast_math, -prec-div=false) can change them. */
+ * the CPU (src/cpu/quant_cpu*.c) and the GPU (src/cuda/kernels/quant.cu), so
+ * both give the same bits: each function is one or two correctly rounded IEEE
+ * operations (no fusable a*b+c, no reciprocal for a division; __fdiv_rn and
+ * __fmul_rn on the GPU, whatever the flags). docs/formats.md. */
 #ifndef KK_CORE_QUANT_MATH_H
 #define KK_CORE_QUANT_MATH_H
 

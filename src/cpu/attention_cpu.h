@@ -1,13 +1,8 @@
-/* Internal: the pieces of the CPU attention forward kernel.
- *
- *   attention_cpu.c          the slot kk__attention_cpu: checks, scratch, OpenMP
- *   attention_cpu_block.c    one block of query rows: the online softmax
- *   attention_cpu_generic.c  portable micro-kernels (plain C loops)
- *   attention_cpu_avx2.c     the same micro-kernels with AVX2 + FMA intrinsics
- *
- * Scores are kept in log2 units (q is pre-multiplied by scale * log2(e)) so
- * the softmax needs only exp2, which the micro-kernels compute with one
- * polynomial (relative error < 2.5e-7, tests/test_cpu_attention.c). */
+/* Internal: the pieces of the CPU attention forward kernel (attention_cpu.c:
+ * the slot; attention_cpu_block.c: one block of query rows; the micro-kernels
+ * in attention_cpu_generic.c and, with AVX2 + FMA, attention_cpu_avx2.c).
+ * Scores are kept in log2 units so the softmax needs only exp2, one polynomial.
+ * docs/backends/cpu.md, "Attention". */
 #ifndef KK_CPU_ATTENTION_CPU_H
 #define KK_CPU_ATTENTION_CPU_H
 

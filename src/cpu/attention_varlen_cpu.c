@@ -1,12 +1,8 @@
-/* The CPU backend's attention_varlen (the registry's attention_varlen slot):
- * the attention kernel's blocks (kk__att_block, attention_cpu_block.c), run per
- * sequence on that sequence's rows. Each work item is (sequence, query head,
- * block of KK__ATT_BQ rows); its geometry is the packed tensors' strides with
- * the base pointers moved to the sequence's first row, its mask the
- * `attention` op's for the sequence's own Sq and Sk, and its batch index the
- * sequence (the dropout mask's b: src/core/philox.h). The offsets are read and
- * checked first: cu_seqlens are data, and a bad one must not become a wild
- * read. q, k, v, o and lse may be strided (each row of D contiguous). */
+/* The CPU backend's attention_varlen: the attention kernel's blocks
+ * (kk__att_block) run per sequence, with the base pointers moved to the
+ * sequence's first row and the sequence's own Sq, Sk and batch index. The
+ * offsets are read and checked first: cu_seqlens are data, and a bad one must
+ * not become a wild read. docs/kernels/attention.md, "Variable-length batches". */
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>

@@ -1,13 +1,8 @@
 /* Internal: f32 views of f32/f16/bf16 rows for the row-wise CPU kernels
- * (rmsnorm, layernorm, softmax, rope).
- *
- * A kernel walks a row in chunks of KK__ROW_CHUNK elements: it loads a chunk
- * into a small f32 array on its stack, computes in f32 there and stores the
- * chunk back. No allocation, the chunk stays in L1, and every inner loop runs
- * over plain floats, so it vectorizes whatever the dtype. bf16 and f16 are
- * decoded with integer arithmetic here (the library's kk_f16_to_f32 is an
- * out-of-line call, which would stop the vectorizer); f32 -> f16 rounding is
- * kk_f32_to_f16's, the library's one definition. */
+ * (rmsnorm, layernorm, softmax, rope). A row is walked in chunks loaded into a
+ * small f32 array on the stack, so nothing is allocated, the chunk stays in L1
+ * and every inner loop vectorizes whatever the dtype (bf16 and f16 decoded
+ * inline). docs/backends/cpu.md, "Norms, softmax, rotary embeddings". */
 #ifndef KK_CPU_ROWS_H
 #define KK_CPU_ROWS_H
 

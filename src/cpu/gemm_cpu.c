@@ -1,12 +1,8 @@
 /* The CPU backend's matrix-product driver (cpu_gemm_internal.h) and the
- * `gemm` op's kernel: c[M,N] = a[M,K] . b[N,K]^T in f32, f16 or bf16.
- *
- * The product is OpenBLAS's cblas_sgemm. Inputs that are not f32 are decoded
- * to f32 panels (b: up to 32 MiB of rows at a time, a: one block of rows) and
- * the f32 result is rounded once. Work that follows the product (bias,
- * activation, scales, rounding) runs on each block of rows right after that
- * block's product, while it is still in cache, so the output is written once
- * and never read back from memory. */
+ * `gemm` op's kernel: c[M,N] = a[M,K] . b[N,K]^T in f32, f16 or bf16, through
+ * OpenBLAS's cblas_sgemm on f32 panels. Work that follows the product runs on
+ * each block of rows while it is still in cache, so the output is written once.
+ * docs/backends/cpu.md, "GEMM and Linear". */
 #include <cblas.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,12 +1,8 @@
 /* The `linear` op's CPU kernel: y = act(x . W^T + bias), and SwiGLU
- * y = silu(x . Wg^T + bg) * (x . Wu^T + bu), for f32, f16 and bf16.
- *
- * The products come from the driver of gemm_cpu.c, a block of rows at a time;
- * this file is the epilogue it runs on each block while the block is in
- * cache: bias, activation (the vectorizable f32 functions of
- * cpu_gemm_internal.h), the SwiGLU product and one rounding to the output
- * dtype. For f32 the product is written into y itself and transformed in
- * place, so no scratch and no copy. */
+ * y = silu(x . Wg^T + bg) * (x . Wu^T + bu), for f32, f16 and bf16: the
+ * epilogue that gemm_cpu.c's driver runs on each block of rows while it is in
+ * cache (bias, activation, SwiGLU, one rounding). docs/backends/cpu.md,
+ * "GEMM and Linear". */
 #include <stdlib.h>
 
 #include "core/error.h"

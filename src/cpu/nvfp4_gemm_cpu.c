@@ -1,14 +1,8 @@
-/* nvfp4_gemm on the CPU: y = x . (w * sw * gw)^T for M <= 64 rows of x.
- *
- * x is widened to f32 once (M x K floats, allocated once per call, outside
- * the loops). Then blocks of 4 weight rows are shared out among the threads:
- * each thread dequantizes a chunk of 256 K elements of each row into f32 on
- * its stack (16 scale blocks: a 16-entry e2m1 table from the library's
- * kk_e2m1_to_f32, one kk_e4m3_to_f32 per block) and takes the dot products
- * of those chunks with every row of x (each x load serves the 4 rows). Each
- * weight is decoded once and read from memory once, which is what a
- * small-batch NVFP4 GEMM is bound by; the dot products are plain f32 loops
- * that vectorize. Accumulation is f32. */
+/* nvfp4_gemm on the CPU: y = x . (w * sw * gw)^T for M <= 64 rows of x. A
+ * small-batch NVFP4 GEMM is bound by reading the weights, so each weight is
+ * decoded once, in chunks on the stack shared by every row of x, and the dot
+ * products are plain f32 loops that vectorize. docs/backends/cpu.md,
+ * "NVFP4 x bf16 GEMM". */
 #include <stdlib.h>
 #include <string.h>
 

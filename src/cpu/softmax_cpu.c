@@ -1,12 +1,8 @@
-/* softmax on the CPU: one row per OpenMP iteration, three passes over the
- * row in f32 chunks on the stack (cpu_rows.h): the maximum, the sum of
- * exponentials (chunks in f32, their totals in f64), then y. exp is computed
- * twice rather than stored, so nothing is allocated and y is rounded once.
- *
- * The exponent is t = (x - max x) * scale, in that order: t's rounding error
- * is then relative to t itself, and y's error stays a few f32 roundoffs
- * whatever the scale (op_softmax.h). libm's expf is an out-of-line call the
- * vectorizer cannot use without -ffast-math, hence exp_nonpositive below. */
+/* softmax on the CPU: one row per OpenMP iteration, three passes over the row
+ * in f32 chunks on the stack (cpu_rows.h): the maximum, the sum of
+ * exponentials, then y, so nothing is allocated and y is rounded once. The
+ * exponent is (x - max x) * scale, in that order, to keep the error relative.
+ * docs/backends/cpu.md, "Norms, softmax, rotary embeddings". */
 #include <math.h>
 
 #include "cpu/cpu_rows.h"

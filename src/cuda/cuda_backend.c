@@ -1,15 +1,8 @@
 /* The CUDA backend: discovery of NVIDIA GPUs through the CUDA runtime API,
- * their properties, the probe-kernel selftest, and NVML telemetry by PCI bus id.
- *
- * cudart is linked statically; it loads the driver (libcuda.so.1) itself at the
- * first call, so on a machine with no driver the first call fails cleanly and
- * the backend reports why instead of the library failing to load.
- *
- * Availability: the backend is available when at least one visible GPU has
- * compute capability 8.0 or newer (KernelKit's kernels are built for sm_80 and
- * sm_90a). Older GPUs are still listed, with their properties, under their CUDA
- * runtime index, but kk__cuda_device_usable() is 0 for them and asking to run
- * on one gives KK_ERR_INVALID_COMPUTE_CAPABILITY. */
+ * their properties, the probe-kernel selftest, and NVML telemetry. cudart is
+ * linked statically, so a machine with no driver gets a clean "unavailable"
+ * with the reason instead of a library that fails to load. Available with a
+ * GPU of compute capability 8.0 or newer. docs/backends/nvidia.md. */
 #include <cuda_runtime_api.h>
 
 #include <pthread.h>

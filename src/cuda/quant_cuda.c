@@ -1,15 +1,8 @@
 /* Quantization on a CUDA device: pick the kernels for the layout, queue them on
  * the default stream, wait, and bring the tensor's amax back to the host (the
- * entry point checks it for inf/NaN and feeds delayed scaling with it).
- *
- * What "one pass" means here: 1x128 and 128x128 find each block's amax and
- * quantize the block in the same kernel (a 1x128 block stays in registers; a
- * 128x128 tile is read twice by the same thread block, the second time mostly
- * from L2). Per-tensor current scaling needs the whole tensor's amax before
- * any element can be scaled, so it is two kernels (amax, then quantize); with
- * delayed scaling the scale is known, and the amax is gathered (atomicMax)
- * while quantizing, in one kernel. NVFP4 is three kernels: amax, block scales,
- * element bytes. The caller's current device is restored afterwards. */
+ * entry point checks it and feeds delayed scaling with it). Block layouts take
+ * one pass; per-tensor current scaling needs the amax first, so two kernels;
+ * NVFP4 three. The caller's current device is restored. docs/formats.md. */
 #include <cuda_runtime_api.h>
 
 #include <stdio.h>

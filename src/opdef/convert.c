@@ -1,14 +1,7 @@
 /* The `convert` op: its parameters, tensors, work counts, reference and its
  * kernels' contract (the CPU's is kk_convert_host, CUDA's kk__cuda_convert).
- *
- * Semantics: y[i] = x[i] rounded to dst by kk_convert_host's rules (round to
- * nearest even, IEEE overflow for f16/bf16, saturation for fp8/e2m1; see
- * include/kernelkit/dtype.h). The reference decodes x to f64 exactly, rounds
- * each value to dst with the library's own conversion and decodes it back, so
- * it IS the expected output (src == dst is a plain copy, as in
- * kk_convert_host); the tolerance is exact (atol = rtol = 0) and a
- * kernel passes only when it gives those values (NaN where NaN is due, any
- * NaN payload). Packed e2m1 holds element i in byte i/2, low nibble first. */
+ * The reference rounds each value with the library's own conversion, so it is
+ * the expected output and the tolerance is exact. docs/formats.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,14 +1,8 @@
-/* Internal: the `nvfp4_gemm` op's registry row (src/opdef/nvfp4_gemm.c)
- * and its CPU kernel (src/cpu/nvfp4_gemm_cpu.c).
- *
- *   y[m,n] = sum_k x[m,k] * (w[n,k] * sw[n,k/16] * gw)
- *
- * NVFP4 weights times bf16 activations for small batch (M <= 64 tokens), as a
- * Linear layer with NVFP4 weights runs at decode time: x bf16 [M,K]; w e2m1
- * [N,K], K-major, two per byte, low nibble first (nvfp4_gemv's a); sw e4m3
- * [N,K/16], one scale per 16 consecutive K elements (the plain layout); gw an
- * f32 global scale [1] with global=1, else 1; y bf16 [M,N], f32 accumulation.
- * K is a multiple of 64, as in nvfp4_gemv. */
+/* Internal: the `nvfp4_gemm` op's registry row (src/opdef/nvfp4_gemm.c) and its
+ * CPU kernel (src/cpu/nvfp4_gemm_cpu.c): y[m,n] = sum_k x[m,k] * (w[n,k] *
+ * sw[n,k/16] * gw), NVFP4 weights times bf16 activations for small batch
+ * (M <= 64), as a Linear layer with NVFP4 weights runs at decode time. The
+ * layouts: docs/harness.md, "Op registry"; docs/backends/cpu.md. */
 #ifndef KK_OPDEF_NVFP4_GEMM_H
 #define KK_OPDEF_NVFP4_GEMM_H
 

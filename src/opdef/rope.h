@@ -1,12 +1,7 @@
-/* Internal: the `rope` op's registry row (src/opdef/rope.c) and its CPU
- * kernel (src/cpu/rope_cpu.c).
- *
- * Rotary position embedding of x [B, H, S, D] into y (same shape), as HF
- * transformers applies it: position p = offset + s, frequency
- * f_i = theta^(-2i/R) for i < R/2 (R = rotary_dim, 0 = D), angle p * f_i, and
- * each pair (a, b) rotated to (a cos - b sin, b cos + a sin). style neox pairs
- * element i with i + R/2 (rotate_half, GPT-NeoX and LLaMA in HF), gptj pairs
- * 2i with 2i + 1 (interleaved, GPT-J). Dimensions R..D-1 are copied. */
+/* Internal: the `rope` op's registry row (src/opdef/rope.c) and its CPU kernel
+ * (src/cpu/rope_cpu.c): rotary position embedding of x [B, H, S, D] as HF
+ * transformers applies it, neox (rotate_half) or gptj (interleaved) pairs,
+ * dimensions past rotary_dim copied. The formula: docs/harness.md, "References". */
 #ifndef KK_OPDEF_ROPE_H
 #define KK_OPDEF_ROPE_H
 

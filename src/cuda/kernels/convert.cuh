@@ -1,14 +1,8 @@
 // Device-side element-type conversions: the same integer arithmetic as
 // src/core/dtype_convert.c, line for line, so the GPU gives the CPU's bits
-// (tests/test_cuda_dtype.c checks every code and 10M random f32 inputs, and
-// compares the encoders with NVIDIA's own on all 2^32 f32 inputs).
-//
-// Rules (docs/formats.md): f32 -> narrow rounds to nearest even; f16/bf16
-// overflow to inf and keep a NaN's sign and top payload bits (quieted); fp8
-// e4m3/e5m2 and e2m1 saturate like PTX cvt.rn.satfinite, NaN -> 0x7F / 0x7F /
-// 0x7 (+6). Decoding is exact; NaN -> quiet f32 NaN with the sign and the
-// mantissa bits on top. NaNs are built by hand, never by the FPU, whose
-// handling of payloads differs between CPU and GPU.
+// (tests/test_cuda_dtype.c checks). NaNs are built by hand, never by the FPU,
+// whose handling of payloads differs between CPU and GPU. The rules:
+// docs/formats.md.
 #ifndef KK_CUDA_KERNELS_CONVERT_CUH
 #define KK_CUDA_KERNELS_CONVERT_CUH
 

@@ -1,12 +1,8 @@
 /* kk_op_host_overhead: what a kk_op_run call, and a call of the op's typed
- * entry point, costs the host, the device's work left out (the goal:
- * KK_HOST_OVERHEAD_GOAL_S per call).
- *
- * Why batches timed whole: one call takes well under a microsecond to a few
- * microseconds, near the clock's own cost, so calls_per_sample calls are timed
- * together and the sample is their mean. On a GPU the stream is drained after
- * each batch, outside the timed region: a batch of 64 launches always fits in
- * the launch queue, so no timed call ever waits for the device. */
+ * entry point, costs the host, the device's work left out. One call is near
+ * the clock's own cost, so batches of calls are timed whole; on a GPU the
+ * stream is drained after each batch, outside the timed region.
+ * docs/harness.md, "Host overhead". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

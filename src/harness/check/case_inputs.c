@@ -1,15 +1,8 @@
-/* Case inputs: values drawn from the case seed, per op (docs/harness.md,
- * "Inputs").
- *
- * The op's row says how each input is filled (its fill hook: normal values
- * by default); each input tensor is cut into blocks of 65536 elements and every block has a
- * stream of its own (the case seed mixed with the tensor's index and the
- * block's), so a tensor's values depend neither on the tensors before it nor
- * on how many threads fill it: big inputs (--big) are filled in parallel and
- * still give the same bytes everywhere. Values are generated in float64 and
- * rounded to the input dtype with kk_convert_host, the rounding every kernel
- * sees; the reference decodes those bytes, so it sees exactly what the kernel
- * sees. */
+/* Case inputs: values drawn from the case seed, per op, by each input's fill
+ * hook. Every block of 65536 elements has a stream of its own, so a tensor's
+ * values depend neither on other tensors nor on the thread count; values are
+ * rounded to the input dtype with kk_convert_host, and the reference decodes
+ * those bytes, so it sees exactly what the kernel sees. docs/harness.md, "Inputs". */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,13 +1,7 @@
-/* Where suite files are found: kk_suite_locate and kk_suite_names.
- *
- * The directories, in order: $KK_SUITES_DIR (a ':' list), $KK_BENCH_SUITES
- * (the variable's older name, still read), share/kernelkit/suites next to the
- * library (an install, wherever its prefix went), the source tree the library
- * was built from (a build folder), and the install directory the build was
- * configured for. The library-relative directory comes before the source
- * tree so an installed library reads its own copies, and the source tree
- * before the configured install directory so a build folder never reads stale
- * copies of an older install. */
+/* Where suite files are found: kk_suite_locate and kk_suite_names. The
+ * directories and their order (an installed library reads its own copies, a
+ * build folder never those of an older install): docs/harness.md,
+ * "Suites". */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
