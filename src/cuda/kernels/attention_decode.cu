@@ -95,8 +95,8 @@ template <auto Kernel> int ctas_per_sm(size_t smem) {
 }
 
 // Splits of the keys for `slots` CTAs per SM: as many as fill one wave (a
-// small batch leaves no SM idle and no wave half empty: 2.2 waves gave 57% of
-// the read bandwidth at B = 1, Sk = 8192 in the first version), at least 256
+// small batch leaves no SM idle and no wave half empty: a partial last wave
+// leaves SMs idle for its whole length), at least 256
 // keys each, keys_per_split a multiple of `align` (a multiple of 4: dropout's
 // Philox words). The partial results live in a stream-ordered allocation,
 // freed on the stream after the combine.

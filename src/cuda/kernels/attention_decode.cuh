@@ -43,9 +43,9 @@ template <int N> __device__ __forceinline__ void cp_async_wait_group() {
 
 // The decode kernel: each warp streams its blocks of kSK keys through kStages
 // buffers of its own, so kStages - 1 loads stay in flight while it computes
-// one (the first version waited for a whole 64-key block per warp before
-// computing, and its warps started in step, so an SM's loads stopped while its
-// four warps computed: docs/kernels/attention.md, "Decode"). K and V of a
+// one (warps that wait for a whole block before computing, started in step,
+// leave the SM with no load in flight while they compute:
+// docs/kernels/attention.md, "Decode"). K and V of a
 // stage are separate cp.async groups (the scores run while V lands); Q's load
 // overlaps the first stages. kSK = 16 or 32
 // (a multiple of 16: one k step of the P.V mma); blocks of a warp are

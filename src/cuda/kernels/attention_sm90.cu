@@ -138,7 +138,8 @@ cudaError_t launch_dim(const Params &p, int kd, cudaStream_t stream) {
         if (e != cudaErrorNotSupported) return e; // else tensors the tensor maps refuse
     }
 #endif
-    // Measured on an H100 (docs/kernels/attention.md, "version 4"): two
+    // Measured on an H100 (docs/kernels/attention.md, "The warp-specialized
+// Hopper kernel"): two
     // consumer warpgroups taking turns (ping-pong) on 128-key blocks, 3
     // stages; at head dim 64 with long keys three consumer warpgroups on
     // 64-key blocks, and with short causal rows the cp.async kernel (two CTAs

@@ -59,8 +59,8 @@ int kk__rd_environment(kk__rd *c, const cJSON *obj, kk_bench_environment *env);
 int kk__rd_telemetry(kk__rd *c, const cJSON *obj, const char *path, const char *key,
                      kk_gpu_telemetry *t);
 int kk__rd_options(kk__rd *c, const cJSON *obj, const char *path, kk_bench_options *o);
-/* The optional "flush_mode" member ("write" or "read"); absent (files older
- * than the field) means KK_BENCH_FLUSH_WRITE, the only flush there was. */
+/* The optional "flush_mode" member ("write" or "read"); absent means
+ * KK_BENCH_FLUSH_WRITE. */
 int kk__rd_flush_mode(kk__rd *c, const cJSON *obj, const char *path, int *out);
 
 #endif
