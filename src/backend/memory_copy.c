@@ -1,11 +1,8 @@
-/* kk_mem_copy between any two devices, and pinned host memory.
- *
- * Copies go to the backend that owns the non-host side (the CPU backend for
- * host to host). Before that, a pointer that is the start of a block from
- * kk_mem_alloc is checked against the device named for it and the length
- * against the block; a pointer named as host memory is shown to every
- * available backend, which says whether it is its device memory (CUDA asks
- * the driver); a device-side pointer is checked by its backend the same way. */
+/* kk_mem_copy between any two devices, and pinned host memory. Copies go to
+ * the backend that owns the non-host side; before that, every pointer is
+ * checked against the device named for it (a block from kk_mem_alloc against
+ * its length too; a host pointer is shown to every backend, which says whether
+ * it is its device memory). docs/memory.md, "Copies and pinned memory". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,11 +1,8 @@
 /* NumPy .npy reading and writing: format versions 1.0, 2.0 and 3.0, C order.
- *
- * The header is a Python dict literal; it is read by the small parser below
- * (strings in either quote style, integers, True/False/None, tuples, lists and
- * dicts, trailing commas), never by anything eval-like. Everything read from a
- * file is checked before it is used: lengths against what the file holds, the
- * shape against KK_NPY_MAX_BYTES before any allocation. docs/npy.md describes
- * the conventions and the errors. */
+ * The header dict is read by the small parser below, never by anything
+ * eval-like, and everything read from a file is checked before it is used
+ * (lengths against the file, the shape against KK_NPY_MAX_BYTES before any
+ * allocation). docs/npy.md describes the conventions and the errors. */
 #include "kernelkit/npy.h"
 
 #include <errno.h>

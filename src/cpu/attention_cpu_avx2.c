@@ -1,11 +1,8 @@
 /* The attention micro-kernels with AVX2 + FMA, chosen at run time: the
- * library is built for the baseline x86-64 ISA, and -std=c11 turns off FMA
- * contraction, so the hot loops use intrinsics in functions compiled for
- * avx2,fma (GCC and clang both accept the target attribute).
- *
- * The product kernel holds a 6 x 16 tile of C in 12 registers; each step of k
- * loads two vectors of a row of B and broadcasts six values of A: 12 FMAs for
- * 8 loads, so the FMA units, not the loads, set the pace. */
+ * library is built for baseline x86-64 and -std=c11 turns off FMA contraction,
+ * so the hot loops use intrinsics in functions compiled for avx2,fma. The
+ * product kernel holds a 6 x 16 tile of C in 12 registers: 12 FMAs for 8
+ * loads, so the FMA units set the pace. docs/backends/cpu.md, "Attention". */
 #include "cpu/attention_cpu.h"
 
 #if defined(__x86_64__) || defined(__i386__)

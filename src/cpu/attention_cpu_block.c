@@ -1,11 +1,8 @@
 /* One block of query rows, FlashAttention style: walk the key blocks inside
- * the rows' mask range, keep per row a running max m (log2 units) and sum l,
- * rescale the accumulator by 2^(m_old - m_new) when the max grows, and divide
- * by l once at the end. Only O(BQ x D + BK x D) floats live per thread.
- *
- * Scores are transposed (s[key][query], see attention_cpu.h): S^T = K Q^T
- * reads f32 K straight from the tensor, and P V reads f32 V straight from it
- * when D is a multiple of 16; only the query block is transposed, once. */
+ * the rows' mask range with a running max (log2 units) and sum per row, so
+ * only O(BQ x D + BK x D) floats live per thread. Scores are transposed
+ * (s[key][query]), so K and V are read straight from f32 tensors and only the
+ * query block is transposed. docs/backends/cpu.md, "Attention". */
 #include <math.h>
 #include <string.h>
 

@@ -1,11 +1,8 @@
 /* Internal: the CPU backend's matrix-product driver, shared by gemm, linear
- * and fp8_gemm (src/cpu/gemm_cpu.c, linear_cpu.c, fp8_gemm_cpu.c).
- *
- * Every product is c = a . b^T (a [M,K], b [N,K], both K-major) computed by
- * OpenBLAS's cblas_sgemm in f32, one block of rows at a time, with an epilogue
- * (bias, activation, scale, rounding to the output dtype) applied to each
- * block right after its product, while the block is still in cache. Inputs
- * that are not f32 are decoded to f32 panels first (f16, bf16, fp8). */
+ * and fp8_gemm: c = a . b^T (both K-major) by OpenBLAS's cblas_sgemm in f32,
+ * a block of rows at a time, non-f32 inputs decoded to f32 panels first, and
+ * an epilogue (bias, activation, scale, rounding) on each block while it is
+ * still in cache. docs/backends/cpu.md, "GEMM and Linear". */
 #ifndef KK_CPU_GEMM_INTERNAL_H
 #define KK_CPU_GEMM_INTERNAL_H
 

@@ -1,11 +1,8 @@
-/* The `fp8_gemm` op's CPU kernel: c = (sa * sb) * a . b^T with fp8 a and b.
- *
- * Each fp8 operand is decoded to f32 panels through a 256-entry table (one
- * load per element; every fp8 value is exact in f32), the product is the
- * driver's sgemm (gemm_cpu.c), whose f32 accumulation is the op's, and the
- * epilogue multiplies each block by sa * sb and rounds it once to c's dtype.
- * A product of two fp8 values has at most 8 significant bits, so it is exact
- * in f32 and only the accumulation rounds. */
+/* The `fp8_gemm` op's CPU kernel: c = (sa * sb) * a . b^T with fp8 a and b,
+ * decoded to f32 panels through a 256-entry table and multiplied by the
+ * driver's sgemm (gemm_cpu.c). A product of two fp8 values is exact in f32, so
+ * only the accumulation rounds, then the epilogue scales and rounds once.
+ * docs/backends/cpu.md, "FP8 GEMM". */
 #include "core/error.h"
 #include "cpu/cpu_gemm_internal.h"
 #include "cpu/cpu_kernels.h"

@@ -1,10 +1,7 @@
-/* Internal: the `convert` op's registry row (src/opdef/convert.c).
- *
- * convert turns n elements of one float dtype into another (packed e2m1
- * included), bit for bit as kk_convert_host does. It is the first op with a
- * kernel on every backend, so `kernelkit check`, `run` and `bench` have
- * something real to run before the transformer kernels exist. The row itself is
- * a macro so that registry.c's table takes it with one line. */
+/* Internal: the `convert` op's registry row (src/opdef/convert.c). convert
+ * turns n elements of one float dtype into another (packed e2m1 included),
+ * bit for bit as kk_convert_host does, with a kernel on every backend. The row
+ * is a macro so that registry.c's table takes it with one line. */
 #ifndef KK_OPDEF_CONVERT_H
 #define KK_OPDEF_CONVERT_H
 

@@ -1,10 +1,8 @@
 /* The `fp8_gemm` op: parameters, tensors, work counts and the float64
- * reference (its row is KK__FP8_GEMM_ROW in op_fp8_gemm.h; the CPU kernel is
- * src/cpu/fp8_gemm_cpu.c).
- *
- * c[m,n] = (sa * sb) * sum_k a[m,k] * b[n,k], a [M,K] and b [N,K] K-major
- * ("TN", as cuBLASLt and torch._scaled_mm take them). The reference is the
- * definition in float64 on the exactly decoded fp8 values. */
+ * reference (its row is KK__FP8_GEMM_ROW in fp8_gemm.h; the CPU kernel is
+ * src/cpu/fp8_gemm_cpu.c): c[m,n] = (sa * sb) * sum_k a[m,k] * b[n,k], a and b
+ * K-major ("TN", as cuBLASLt takes them), the definition in float64 on the
+ * exactly decoded fp8 values. */
 #include "opdef/fp8_gemm.h"
 
 #include "core/error.h"

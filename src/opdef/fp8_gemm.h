@@ -1,11 +1,8 @@
-/* Internal: the `fp8_gemm` op's registry row (src/opdef/fp8_gemm.c).
- *
- * c[M,N] = (sa * sb) * sum_k a[m,k] * b[n,k]: a [M,K] and b [N,K] in fp8
- * (e4m3 or e5m2, each its own parameter; e5m2 x e5m2 is refused, as cuBLASLt
- * refuses it), per-tensor f32 scales sa, sb (tensors of shape [1]), f32
- * accumulation, c in bf16 or f32: cuBLASLt's FP8 GEMM in the TN layout
- * (ANCHORS' torch._scaled_mm). The row is a macro so that registry.c's table
- * takes it with one line. */
+/* Internal: the `fp8_gemm` op's registry row (src/opdef/fp8_gemm.c):
+ * c[M,N] = (sa * sb) * sum_k a[m,k] * b[n,k], fp8 a [M,K] and b [N,K] (e5m2 x
+ * e5m2 refused, as cuBLASLt does), per-tensor f32 scales, f32 accumulation, c
+ * bf16 or f32: cuBLASLt's FP8 GEMM in the TN layout. The row is a macro so
+ * that registry.c's table takes it with one line. */
 #ifndef KK_OPDEF_FP8_GEMM_H
 #define KK_OPDEF_FP8_GEMM_H
 

@@ -1,11 +1,8 @@
 /* The `layernorm` op: parameters, tensors, work counts and the float64
- * reference (the kernel is src/cpu/layernorm_cpu.c).
- *
- *   mean = sum_j x[r,j] / n,  var = sum_j (x[r,j] - mean)^2 / n  (biased)
+ * reference (the kernel is src/cpu/layernorm_cpu.c):
  *   y[r,i] = (x[r,i] - mean) / sqrt(var + eps) * w[i] + b[i]
- *
- * x, y [rows, n]; w, b [n] with affine=1, else y is the normalized x. All of
- * one dtype. */
+ * with the biased variance; x, y [rows, n]; w, b [n] with affine=1, else y is
+ * the normalized x. All of one dtype. */
 #include <math.h>
 
 #include "opdef/opdef.h"

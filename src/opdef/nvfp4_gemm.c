@@ -1,6 +1,6 @@
 /* The `nvfp4_gemm` op: parameters, tensors, work counts and the float64
  * reference (the kernel is src/cpu/nvfp4_gemm_cpu.c). Semantics and layout:
- * op_nvfp4_gemm.h. The inputs arrive decoded (e2m1 and e4m3 codes to their
+ * nvfp4_gemm.h. The inputs arrive decoded (e2m1 and e4m3 codes to their
  * exact values, as kk_e2m1_to_f32 / kk_e4m3_to_f32 give them), so the
  * reference only dequantizes each weight and takes the dot products. */
 #include "opdef/opdef.h"

@@ -1,5 +1,5 @@
 /* The `rope` op: parameters, tensors, work counts and the float64 reference
- * (the kernel is src/cpu/rope_cpu.c). Semantics: op_rope.h. */
+ * (the kernel is src/cpu/rope_cpu.c). Semantics: rope.h. */
 #include <math.h>
 #include <stdio.h>
 

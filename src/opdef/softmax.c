@@ -1,11 +1,7 @@
 /* The `softmax` op: parameters, tensors, work counts and the float64
- * reference (the kernel is src/cpu/softmax_cpu.c).
- *
- *   y[r,i] = exp(s[r,i] - max_j s[r,j]) / sum_j exp(s[r,j] - max_k s[r,k]),
- *   s = x * scale
- *
- * x, y [rows, n] of one dtype. scale >= 0 (a temperature's inverse, or
- * attention's 1/sqrt(d)); 0 gives the uniform 1/n. */
+ * reference (the kernel is src/cpu/softmax_cpu.c):
+ *   y[r,i] = exp(s[r,i] - max_j s[r,j]) / sum_j exp(s[r,j] - max_k s[r,k]),  s = x * scale
+ * x, y [rows, n] of one dtype; scale >= 0 (0 gives the uniform 1/n). */
 #include <math.h>
 
 #include "opdef/opdef.h"

@@ -1,11 +1,8 @@
 /* kk_op_run: run a registered op on tensors where they live, through the
- * kernel slot of the tensors' backend (its table's `slots`), or on the CPU
- * with one warning when that backend lacks the op (DESIGN.md: "an op a backend lacks
- * falls back to the CPU backend with one logged warning, never silently").
- *
- * Every tensor is checked against what the parameters describe before any
- * kernel sees it, so a caller's mistake is an error naming the tensor, never
- * a wild read or write inside a kernel. */
+ * kernel slot of the tensors' backend, or on the CPU with one logged warning
+ * when that backend lacks the op. Every tensor is checked against what the
+ * parameters describe first, so a caller's mistake is an error naming the
+ * tensor, never a wild access inside a kernel. docs/architecture.md, "Kernels of an op". */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,9 @@
-/* Comparing two results documents benchmark by benchmark (kernelkit/compare.h).
- *
- * The statistics are kk_stats_compare's; this file matches entries by name,
- * picks each row's threshold, and notes what makes two documents or two
- * measurements hard to compare (another device, other clocks, another driver,
- * cold against hot samples). Those are warnings, not failures: the gate's
- * caller decides, and a CI job on a fixed machine should not fail because its
- * driver was updated. The output formats are compare_format.c. */
+/* Comparing two results documents benchmark by benchmark (kernelkit/compare.h):
+ * the statistics are kk_stats_compare's; this file matches entries, picks
+ * thresholds and warns about what makes two measurements hard to compare
+ * (device, clocks, driver, cold against hot) without failing, since the gate's
+ * caller decides. The output formats are compare_format.c. docs/harness.md,
+ * "kernelkit compare". */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

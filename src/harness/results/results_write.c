@@ -1,11 +1,8 @@
 /* Results document -> JSON text and file (schema: docs/harness-results.md).
- *
- * Numbers are written by this file, not by cJSON, so that every double reads
- * back to the same bits: the shortest of %.15g, %.16g, %.17g that strtod
- * returns exactly (17 significant digits always suffice). Integers are
- * written as integers; 64-bit seeds as decimal strings, since a JSON number
- * is exact only up to 2^53. Members come in a fixed order, so writing a
- * document that was read back gives the same bytes. */
+ * Numbers are written here, not by cJSON, so every double reads back to the
+ * same bits (the shortest of %.15g..%.17g that strtod returns exactly), 64-bit
+ * seeds as decimal strings (JSON numbers are exact only to 2^53), and members
+ * in a fixed order, so writing a document read back gives the same bytes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

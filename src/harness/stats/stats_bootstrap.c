@@ -1,11 +1,8 @@
-/* Statistics of one sample: the summary and the bootstrap of the median.
- *
- * A bootstrap resample draws n indices uniformly with replacement. Because the
- * sample is sorted first, the resample's order statistics can be read from how
- * many times each index was drawn: the k-th smallest value of the resample is
- * sorted[j] for the first j whose cumulative count exceeds k. That makes one
- * resample O(n) (n draws, one clear and a walk up to the middle) with no
- * selection or sort, and one counts array serves every resample. */
+/* Statistics of one sample: the summary and the bootstrap of the median. The
+ * sample is sorted first, so a resample's order statistics follow from how
+ * many times each index was drawn: the k-th smallest is sorted[j] for the
+ * first j whose cumulative count exceeds k. One resample is O(n), with no
+ * selection or sort. docs/statistics.md. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
