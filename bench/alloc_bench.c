@@ -32,8 +32,8 @@ typedef struct size_case {
 } size_case;
 
 static const size_case k_sizes[] = {
-    {1u << 10, "1 KiB", 20000},    {64u << 10, "64 KiB", 20000}, {1u << 20, "1 MiB", 20000},
-    {16u << 20, "16 MiB", 2000},   {256u << 20, "256 MiB", 200}, {1u << 30, "1 GiB", 50},
+    {1u << 10, "1 KiB", 20000},  {64u << 10, "64 KiB", 20000}, {1u << 20, "1 MiB", 20000},
+    {16u << 20, "16 MiB", 2000}, {256u << 20, "256 MiB", 200}, {1u << 30, "1 GiB", 50},
 };
 enum { NSIZES = sizeof k_sizes / sizeof k_sizes[0] };
 
@@ -175,11 +175,13 @@ static cJSON *describe(const options *o) {
     cJSON_AddStringToObject(d, "spec", o->device);
     if (kk_device_get_info(o->device, &info) == KK_OK) {
         cJSON_AddStringToObject(d, "name", info.name);
-        cJSON_AddNumberToObject(d, "mem_total_bytes",
-                                (double)(o->gpu ? info.mem_total_bytes : info.host_mem_total_bytes));
+        cJSON_AddNumberToObject(
+            d, "mem_total_bytes",
+            (double)(o->gpu ? info.mem_total_bytes : info.host_mem_total_bytes));
     }
     kk_device_info host;
-    if (kk_device_get_info("cpu", &host) == KK_OK) cJSON_AddStringToObject(d, "host_cpu", host.name);
+    if (kk_device_get_info("cpu", &host) == KK_OK)
+        cJSON_AddStringToObject(d, "host_cpu", host.name);
     if (o->gpu) {
         kk_gpu_telemetry t;
         if (kk_gpu_telemetry_read(o->gpu_index, &t) == KK_OK && t.available)

@@ -42,8 +42,8 @@ __global__ void read_kernel(const uint4 *p, size_t n, unsigned *sink) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned acc = 0;
     for (; i + 3 * stride < n; i += 4 * stride) {
-        const uint4 a = load_nc(p + i), b = load_nc(p + i + stride), c = load_nc(p + i + 2 * stride),
-                    d = load_nc(p + i + 3 * stride);
+        const uint4 a = load_nc(p + i), b = load_nc(p + i + stride),
+                    c = load_nc(p + i + 2 * stride), d = load_nc(p + i + 3 * stride);
         acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
                d.z ^ d.w;
     }
@@ -65,8 +65,8 @@ int main(int argc, char **argv) {
         char *end = nullptr;
         const unsigned long long b = strtoull(argv[a], &end, 10);
         if (end == argv[a] || *end || b < 16) {
-            fprintf(stderr, "%s: BYTES = '%s': expected a whole number of bytes, at least 16\n", argv[0],
-                    argv[a]);
+            fprintf(stderr, "%s: BYTES = '%s': expected a whole number of bytes, at least 16\n",
+                    argv[0], argv[a]);
             return 2;
         }
         max_bytes = std::max(max_bytes, (size_t)b);
@@ -92,8 +92,10 @@ int main(int argc, char **argv) {
         const size_t bytes = strtoull(argv[a], 0, 10) / 16 * 16;
         std::vector<float> ms;
         for (int s = 0; s < 310; s++) {
-            if (write_flush) CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
-            else read_kernel<<<grid, block>>>((const uint4 *)flush, flush_bytes / 16, sink);
+            if (write_flush)
+                CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
+            else
+                read_kernel<<<grid, block>>>((const uint4 *)flush, flush_bytes / 16, sink);
             CHECK(cudaEventRecord(t0));
             read_kernel<<<grid, block>>>((const uint4 *)buf, bytes / 16, sink);
             CHECK(cudaEventRecord(t1));

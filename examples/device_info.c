@@ -13,7 +13,8 @@ int main(void) {
     for (int k = 0; k < KK_BACKEND_COUNT; k++) {
         kk_backend_kind kind = (kk_backend_kind)k;
         if (kk_backend_available(kind))
-            printf("backend %s: %d device(s)\n", kk_backend_name(kind), kk_backend_device_count(kind));
+            printf("backend %s: %d device(s)\n", kk_backend_name(kind),
+                   kk_backend_device_count(kind));
         else
             printf("backend %s: unavailable (%s)\n", kk_backend_name(kind),
                    kk_backend_unavailable_reason(kind));

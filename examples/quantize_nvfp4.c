@@ -13,12 +13,12 @@
 
 #include <kernelkit/kernelkit.h>
 
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        if ((call) != KK_OK) {                                                        \
-            fprintf(stderr, "quantize_nvfp4: %s\n", kk_last_error_message());        \
-            goto done;                                                                \
-        }                                                                             \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        if ((call) != KK_OK) {                                                                     \
+            fprintf(stderr, "quantize_nvfp4: %s\n", kk_last_error_message());                      \
+            goto done;                                                                             \
+        }                                                                                          \
     } while (0)
 
 int main(int argc, char **argv) {

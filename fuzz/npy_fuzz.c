@@ -12,9 +12,9 @@
 
 #include "kernelkit/npy.h"
 
-#define CHECK(cond)                   \
-    do {                              \
-        if (!(cond)) __builtin_trap(); \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) __builtin_trap();                                                             \
     } while (0)
 
 static void same_array(const kk_npy_array *a, const kk_npy_array *b) {

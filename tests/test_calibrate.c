@@ -57,8 +57,8 @@ static void test_cpu_quick(void **state) {
         assert_true(c->median_s > 0 && c->work > 0 && c->samples >= 1);
         assert_true(c->method[0] != '\0');
     }
-    assert_true(g_cal.ceilings[KK_CEILING_COPY].value < 1e5);  /* GB/s: sane */
-    assert_true(g_cal.ceilings[KK_CEILING_FP32].value < 100);  /* TFLOP/s on one core */
+    assert_true(g_cal.ceilings[KK_CEILING_COPY].value < 1e5); /* GB/s: sane */
+    assert_true(g_cal.ceilings[KK_CEILING_FP32].value < 100); /* TFLOP/s on one core */
     assert_int_equal(g_cal.ceilings[KK_CEILING_BF16].available, 0);
     assert_true(g_cal.ceilings[KK_CEILING_BF16].reason[0] != '\0');
     assert_int_equal(g_cal.ceilings[KK_CEILING_FP8].available, 0);
@@ -218,9 +218,11 @@ static void test_cublaslt_and_gpu_paths(void **state) {
     kk_calibrate_options o;
     kk_calibrate_options_default(&o);
     o.quick = 1;
-    kk_assert_status(kk__calibrate_cuda_gemm(0, 0, &o, kk__calibrate_measure, &c), KK_ERR_CUDA_UNAVAILABLE);
+    kk_assert_status(kk__calibrate_cuda_gemm(0, 0, &o, kk__calibrate_measure, &c),
+                     KK_ERR_CUDA_UNAVAILABLE);
     assert_int_equal(c.available, 0);
-    kk_assert_status(kk__calibrate_cuda_gemm(0, 1, &o, kk__calibrate_measure, &c), KK_ERR_CUDA_UNAVAILABLE);
+    kk_assert_status(kk__calibrate_cuda_gemm(0, 1, &o, kk__calibrate_measure, &c),
+                     KK_ERR_CUDA_UNAVAILABLE);
     kk_calibration cal;
     kk_status st = kk_calibrate("cuda:0", &o, &cal);
     assert_true(kk_status_is(st, KK_ERR_CUDA_UNAVAILABLE) || st == KK_ERR_INVALID_ARGUMENT);

@@ -378,9 +378,9 @@ static kk_bench_comparison *measure_pair(double factor, char paths[2][64]) {
     free(data);
     kk_bench_comparison *c = compare_files(paths[0], paths[1], NULL);
     const kk_compare_result *x = &c->rows[0].r;
-    printf("  factor %.2f: %s, ratio %.4f [%.4f, %.4f], p %.3g, delta %+.2f, n %zu + %zu\n",
-           factor, kk_verdict_name(x->verdict), x->ratio, x->ratio_ci_low, x->ratio_ci_high,
-           x->mwu.p_value, x->cliffs_delta, x->n_base, x->n_cand);
+    printf("  factor %.2f: %s, ratio %.4f [%.4f, %.4f], p %.3g, delta %+.2f, n %zu + %zu\n", factor,
+           kk_verdict_name(x->verdict), x->ratio, x->ratio_ci_low, x->ratio_ci_high, x->mwu.p_value,
+           x->cliffs_delta, x->n_base, x->n_cand);
     return c;
 }
 

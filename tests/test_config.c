@@ -16,14 +16,14 @@
 #define DATA KK_TEST_DATA_DIR "/config/"
 
 static const char *const k_env_vars[] = {
-    "KK_CONFIG", "KK_MODE", "KK_OPT_LEVEL", "KK_ARCH", "KK_FP8", "KK_TF32",
-    "KK_DETERMINISTIC", "KK_MEMORY_SAFETY_MARGIN", "KK_NUM_THREADS", "KK_CACHING",
+    "KK_CONFIG",      "KK_MODE",    "KK_OPT_LEVEL",     "KK_ARCH",
+    "KK_FP8",         "KK_TF32",    "KK_DETERMINISTIC", "KK_MEMORY_SAFETY_MARGIN",
+    "KK_NUM_THREADS", "KK_CACHING",
 };
 
 static int clear_env(void **state) {
     (void)state;
-    for (size_t i = 0; i < sizeof k_env_vars / sizeof k_env_vars[0]; i++)
-        unsetenv(k_env_vars[i]);
+    for (size_t i = 0; i < sizeof k_env_vars / sizeof k_env_vars[0]; i++) unsetenv(k_env_vars[i]);
     return 0;
 }
 
@@ -486,8 +486,15 @@ static void json_round_trip_is_exact(void **state) {
     make_custom(&c);
     load_and_check_equal_after_save(&c);
 
-    static const double margins[] = {1.0, 1.2, 1.1, 1.5, 10.0, 3.3333333333333335,
-                                     9.9999999999999982, 1.0000000000000004, 2.718281828459045,
+    static const double margins[] = {1.0,
+                                     1.2,
+                                     1.1,
+                                     1.5,
+                                     10.0,
+                                     3.3333333333333335,
+                                     9.9999999999999982,
+                                     1.0000000000000004,
+                                     2.718281828459045,
                                      1.1000000000000001};
     for (size_t i = 0; i < sizeof margins / sizeof margins[0]; i++) {
         make_custom(&c);
@@ -658,8 +665,8 @@ static void fixture_files_load_as_written(void **state) {
     before = c;
     kk_assert_ok(kk_config_load_string("{}", &c));
     assert_config_equal(&c, &before);
-    kk_assert_ok(kk_config_load_string("{\"hardware\":{\"nvidia\":{\"architecture\":\"Ampere\"}}}",
-                                       &c));
+    kk_assert_ok(
+        kk_config_load_string("{\"hardware\":{\"nvidia\":{\"architecture\":\"Ampere\"}}}", &c));
     assert_int_equal(c.hardware.nvidia.architecture, KK_ARCH_AMPERE);
     kk_config_init_defaults(&c);
     kk_assert_ok(kk_config_load_string("{\"memory\":{\"pool_limit_bytes\":1e3}}", &c));
@@ -713,7 +720,9 @@ static const hostile k_hostile[] = {
     {"nul_byte.json", KK_ERR_CONFIG, "", "NUL byte at line 1, column 22"},
     {"garbage.bin", KK_ERR_CONFIG, "", "NUL byte"},
     {"garbage_no_nul.bin", KK_ERR_CONFIG, "", "invalid JSON at line"},
-    {"invalid_utf8.json", KK_ERR_CONFIG, "mode", "\"??" "?( training\" is not one of"},
+    {"invalid_utf8.json", KK_ERR_CONFIG, "mode",
+     "\"??"
+     "?( training\" is not one of"},
 };
 
 /* Load must fail with `status`, name `argument`, and leave the config exactly
@@ -1041,12 +1050,12 @@ static void env_precedence_defaults_level_file_variables(void **state) {
     kk_config c;
     make_custom(&c); /* from_environment starts from the defaults, not from *c */
     kk_assert_ok(kk_config_from_environment(&c));
-    assert_int_equal(c.level, KK_OPT_AGGRESSIVE);          /* level over defaults */
-    assert_true(c.memory.safety_margin == 1.1);            /* level, untouched by file */
-    assert_false(c.hardware.nvidia.fp8_enabled);           /* file over level */
-    assert_true(c.hardware.nvidia.tf32_allowed);           /* variable over file */
-    assert_true(c.memory.pool_limit_bytes == 4096);        /* file over defaults */
-    assert_int_equal(c.hardware.cpu.num_threads, 0);       /* default */
+    assert_int_equal(c.level, KK_OPT_AGGRESSIVE);    /* level over defaults */
+    assert_true(c.memory.safety_margin == 1.1);      /* level, untouched by file */
+    assert_false(c.hardware.nvidia.fp8_enabled);     /* file over level */
+    assert_true(c.hardware.nvidia.tf32_allowed);     /* variable over file */
+    assert_true(c.memory.pool_limit_bytes == 4096);  /* file over defaults */
+    assert_int_equal(c.hardware.cpu.num_threads, 0); /* default */
     assert_int_equal(c.kernels.op_count, 0);
 
     /* apply_env ignores KK_CONFIG and works on top of *c. */
@@ -1124,8 +1133,10 @@ static void apply_logging_sets_the_library_level(void **state) {
     kk_assert_status(kk_config_apply_logging(&c), KK_ERR_CONFIG);
     kk_assert_status(kk_config_apply_logging(NULL), KK_ERR_INVALID_ARGUMENT);
 
-    if (copy) setenv("KK_LOG", copy, 1);
-    else unsetenv("KK_LOG");
+    if (copy)
+        setenv("KK_LOG", copy, 1);
+    else
+        unsetenv("KK_LOG");
     free(copy);
     kk_log_reset();
 }

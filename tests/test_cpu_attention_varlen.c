@@ -173,12 +173,11 @@ static void check_sequences_alone(const int *lq, const int *lk, int nseq, int ca
                            v + ((size_t)(ck[s] + j) * HKV + h) * D, D * sizeof(float));
                 }
             const kk_attention_options o1 = opt;
-            kk_tensor *a[5] = {
-                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fq),
-                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fk),
-                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fv),
-                wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fo),
-                wrap(KK_DTYPE_F32, 3, (int64_t[]){B, HQ, Sq}, fl)};
+            kk_tensor *a[5] = {wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fq),
+                               wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fk),
+                               wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fv),
+                               wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fo),
+                               wrap(KK_DTYPE_F32, 3, (int64_t[]){B, HQ, Sq}, fl)};
             kk_assert_ok(kk_attention(a[0], a[1], a[2], a[3], a[4], &o1, NULL));
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < Sq; i++) {
@@ -392,8 +391,10 @@ static void bad_params_are_named(void **state) {
     expect_error(kk_op_params_parse(op, "seqlens_q=5:x seqlens_k=5:1", &p), "seqlens_q", NULL);
     expect_error(kk_op_params_parse(op, "seqlens_q=none seqlens_k=none", &p), "nseq", NULL);
     expect_error(kk_op_params_parse(op, "Hq=4 Hkv=3", &p), "Hkv", "divisor");
-    kk_assert_ok(kk_op_params_parse(op, "nseq=3 total_q=10 total_k=7 seqlens_q=none "
-                                        "seqlens_k=none", &p));
+    kk_assert_ok(kk_op_params_parse(op,
+                                    "nseq=3 total_q=10 total_k=7 seqlens_q=none "
+                                    "seqlens_k=none",
+                                    &p));
     /* the even split: 3, 3, 4 and 2, 2, 3 */
     assert_int_equal(kk__attention_varlen_len(&p, 0, 0), 3);
     assert_int_equal(kk__attention_varlen_len(&p, 0, 2), 4);
@@ -409,12 +410,15 @@ static void lists_and_counts(void **state) {
     kk_assert_ok(kk_op_find("attention_varlen", &op));
     /* the parameter enum (op_attention_varlen.h) is the row's order */
     static const char *const names[KK__AVL_NPARAMS] = {
-        [KK__AVL_NSEQ] = "nseq", [KK__AVL_HQ] = "Hq", [KK__AVL_HKV] = "Hkv",
-        [KK__AVL_TQ] = "total_q", [KK__AVL_TK] = "total_k", [KK__AVL_MAXQ] = "max_seqlen_q",
-        [KK__AVL_MAXK] = "max_seqlen_k", [KK__AVL_D] = "D", [KK__AVL_CAUSAL] = "causal",
-        [KK__AVL_WL] = "window_left", [KK__AVL_WR] = "window_right", [KK__AVL_SCALE] = "scale",
-        [KK__AVL_LSE] = "lse", [KK__AVL_DTYPE] = "dtype", [KK__AVL_DROPOUT] = "dropout",
-        [KK__AVL_SEED] = "seed", [KK__AVL_OFFSET] = "offset", [KK__AVL_LENS_Q] = "seqlens_q",
+        [KK__AVL_NSEQ] = "nseq",         [KK__AVL_HQ] = "Hq",
+        [KK__AVL_HKV] = "Hkv",           [KK__AVL_TQ] = "total_q",
+        [KK__AVL_TK] = "total_k",        [KK__AVL_MAXQ] = "max_seqlen_q",
+        [KK__AVL_MAXK] = "max_seqlen_k", [KK__AVL_D] = "D",
+        [KK__AVL_CAUSAL] = "causal",     [KK__AVL_WL] = "window_left",
+        [KK__AVL_WR] = "window_right",   [KK__AVL_SCALE] = "scale",
+        [KK__AVL_LSE] = "lse",           [KK__AVL_DTYPE] = "dtype",
+        [KK__AVL_DROPOUT] = "dropout",   [KK__AVL_SEED] = "seed",
+        [KK__AVL_OFFSET] = "offset",     [KK__AVL_LENS_Q] = "seqlens_q",
         [KK__AVL_LENS_K] = "seqlens_k"};
     assert_int_equal(op->nparams, KK__AVL_NPARAMS);
     for (int i = 0; i < KK__AVL_NPARAMS; i++) assert_int_equal(kk_op_param_index(op, names[i]), i);

@@ -115,8 +115,7 @@ static void any_thread_count(void **state) {
 static void tanh_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
                      int64_t cols) {
     const float *bias = job->ctx;
-    for (int64_t j = 0; j < cols; j++)
-        c[0][j] = kk__gelu_tanh(c[0][j] + bias[n0 + j]);
+    for (int64_t j = 0; j < cols; j++) c[0][j] = kk__gelu_tanh(c[0][j] + bias[n0 + j]);
     (void)m;
 }
 

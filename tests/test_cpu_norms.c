@@ -52,8 +52,8 @@ static outcome run_case(const kk_op_params *p, uint64_t seed) {
     kk_assert_ok(kk_case_fill_inputs(p, seed, KK_DIST_FULL, raw));
     for (int k = 0; k < n; k++)
         if (!d[k].is_output) {
-            kk_assert_ok(kk_convert_host(raw[k], d[k].dtype, f64[k], KK_DTYPE_F64,
-                                         (size_t)d[k].numel));
+            kk_assert_ok(
+                kk_convert_host(raw[k], d[k].dtype, f64[k], KK_DTYPE_F64, (size_t)d[k].numel));
         } else {
             kk_assert_ok(kk_poison(raw[k], d[k].dtype, (size_t)d[k].numel, 0));
         }
@@ -272,13 +272,15 @@ static void references_by_hand(void **state) {
     (void)state;
     double y[8];
     /* rmsnorm: mean(x^2) = 12.5 */
-    reference_of("rmsnorm", "rows=1 n=2 eps=1e-12", (const double *const[]){(double[]){3, 4},
-                 (double[]){1, 2}}, y);
+    reference_of("rmsnorm", "rows=1 n=2 eps=1e-12",
+                 (const double *const[]){(double[]){3, 4}, (double[]){1, 2}}, y);
     assert_float_equal(y[0], 3 / sqrt(12.5), 1e-9);
     assert_float_equal(y[1], 8 / sqrt(12.5), 1e-9);
     /* layernorm: mean 3, var (4 + 1 + 0 + 9) / 4 = 3.5, + eps 0.5 = 4 */
-    reference_of("layernorm", "rows=1 n=4 eps=0.5", (const double *const[]){(double[]){1, 2, 3, 6},
-                 (double[]){1, 1, 1, 2}, (double[]){0, 0, 0, 1}}, y);
+    reference_of("layernorm", "rows=1 n=4 eps=0.5",
+                 (const double *const[]){(double[]){1, 2, 3, 6}, (double[]){1, 1, 1, 2},
+                                         (double[]){0, 0, 0, 1}},
+                 y);
     const double want_ln[4] = {-1, -0.5, 0, 4};
     for (int i = 0; i < 4; i++) assert_float_equal(y[i], want_ln[i], 1e-12);
     /* softmax: scale 0.5 turns x = (0, 2 ln 2) into (0, ln 2): y = (1/3, 2/3) */
@@ -324,12 +326,14 @@ static void kernels_refuse_wrong_tensors(void **state) {
             kk_assert_ok(kk_tensor_create("cpu", d[k].dtype, d[k].ndim, d[k].shape, &t[k]));
         kk_tensor *last = t[n - 1];
         t[n - 1] = NULL; /* a missing output */
-        kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+        kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL),
+                         KK_ERR_INVALID_ARGUMENT);
         kk_tensor *longer; /* an output one element too long */
-        kk_assert_ok(kk_tensor_create("cpu", d[n - 1].dtype, 1, (int64_t[]){d[n - 1].numel + 1},
-                                      &longer));
+        kk_assert_ok(
+            kk_tensor_create("cpu", d[n - 1].dtype, 1, (int64_t[]){d[n - 1].numel + 1}, &longer));
         t[n - 1] = longer;
-        kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL), KK_ERR_INVALID_ARGUMENT);
+        kk_assert_status(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, t, NULL),
+                         KK_ERR_INVALID_ARGUMENT);
         kk_assert_contains(kk_last_error_message(), d[n - 1].name);
         kk_tensor_destroy(longer);
         t[n - 1] = last;

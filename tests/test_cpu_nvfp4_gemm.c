@@ -52,8 +52,8 @@ static int run_case(const kk_op_params *p, uint64_t seed, double *l2) {
     kk_tolerance tol;
     kk_check_result r;
     kk_assert_ok(kk_op_tolerance(p->op, KK_DTYPE_BF16, &tol));
-    kk_assert_ok(kk_check_output(raw[n - 1], KK_DTYPE_BF16, f64[n - 1], (size_t)d[n - 1].numel,
-                                 &tol, &r));
+    kk_assert_ok(
+        kk_check_output(raw[n - 1], KK_DTYPE_BF16, f64[n - 1], (size_t)d[n - 1].numel, &tol, &r));
     for (int k = 0; k < n; k++) {
         kk_tensor_destroy(t[k]);
         free(f64[k]);
@@ -82,8 +82,8 @@ static void reference_by_hand(void **state) {
 static void kernel_passes(void **state) {
     (void)state;
     static const char *const shapes[] = {
-        "M=1 N=1 K=64",          "M=1 N=7 K=64 global=1", "M=3 N=33 K=320",
-        "M=64 N=17 K=576 global=1", "M=5 N=129 K=1024",   "M=63 N=2 K=128",
+        "M=1 N=1 K=64",     "M=1 N=7 K=64 global=1", "M=3 N=33 K=320", "M=64 N=17 K=576 global=1",
+        "M=5 N=129 K=1024", "M=63 N=2 K=128",
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -185,12 +185,9 @@ static void kernel_refuses_wrong_tensors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(reference_by_hand),
-        cmocka_unit_test(kernel_passes),
-        cmocka_unit_test(wrong_block_scale_fails),
-        cmocka_unit_test(ignored_global_fails),
-        cmocka_unit_test(swapped_nibbles_fail),
-        cmocka_unit_test(kernel_refuses_wrong_tensors),
+        cmocka_unit_test(reference_by_hand),       cmocka_unit_test(kernel_passes),
+        cmocka_unit_test(wrong_block_scale_fails), cmocka_unit_test(ignored_global_fails),
+        cmocka_unit_test(swapped_nibbles_fail),    cmocka_unit_test(kernel_refuses_wrong_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,8 +26,8 @@ static void test_quick(void **state) {
         if (c->available)
             print_message("%-12s %10.4g %-8s [%.4g, %.4g] %s (%zu samples)\n",
                           kk_ceiling_name((kk_ceiling_kind)i), c->value,
-                          kk_ceiling_unit((kk_ceiling_kind)i), c->value_ci_low,
-                          c->value_ci_high, c->method, c->samples);
+                          kk_ceiling_unit((kk_ceiling_kind)i), c->value_ci_low, c->value_ci_high,
+                          c->method, c->samples);
         else
             print_message("%-12s unavailable: %s\n", kk_ceiling_name((kk_ceiling_kind)i),
                           c->reason);

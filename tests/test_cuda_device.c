@@ -35,14 +35,15 @@ static void properties_are_plausible(void **state) {
         snprintf(spec, sizeof spec, "cuda:%d", i);
         kk_device_info d;
         kk_assert_ok(kk_device_get_info(spec, &d));
-        print_message("%s: %s cc %d.%d (%s) %d SMs, %.1f/%.1f GiB free, L2 %llu KiB, smem %llu KiB, "
-                      "SM %d MHz, mem %d MHz x %d bit = %.0f GB/s, pci %s\n",
-                      spec, d.name, d.cc_major, d.cc_minor, kk_arch_name(d.arch), d.sm_count,
-                      d.mem_free_bytes / 1073741824.0, d.mem_total_bytes / 1073741824.0,
-                      (unsigned long long)d.l2_bytes >> 10,
-                      (unsigned long long)d.smem_per_block_optin_bytes >> 10, d.sm_clock_max_mhz,
-                      d.mem_clock_max_mhz, d.mem_bus_width_bits, d.mem_bandwidth_theoretical_gbs,
-                      d.pci_bus_id);
+        print_message(
+            "%s: %s cc %d.%d (%s) %d SMs, %.1f/%.1f GiB free, L2 %llu KiB, smem %llu KiB, "
+            "SM %d MHz, mem %d MHz x %d bit = %.0f GB/s, pci %s\n",
+            spec, d.name, d.cc_major, d.cc_minor, kk_arch_name(d.arch), d.sm_count,
+            d.mem_free_bytes / 1073741824.0, d.mem_total_bytes / 1073741824.0,
+            (unsigned long long)d.l2_bytes >> 10,
+            (unsigned long long)d.smem_per_block_optin_bytes >> 10, d.sm_clock_max_mhz,
+            d.mem_clock_max_mhz, d.mem_bus_width_bits, d.mem_bandwidth_theoretical_gbs,
+            d.pci_bus_id);
         assert_int_equal(d.backend, KK_BACKEND_CUDA);
         assert_int_equal(d.index, i);
         assert_string_equal(d.spec, spec);

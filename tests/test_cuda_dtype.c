@@ -54,9 +54,12 @@ static void every_code_decodes_the_same(void **state) {
         uint8_t *src = malloc(2 * codes);
         assert_non_null(src);
         for (size_t c = 0; c < codes; c++) {
-            if (kk_dtype_bits(t) == 16) ((uint16_t *)(void *)src)[c] = (uint16_t)c;
-            else if (kk_dtype_bits(t) == 8) src[c] = (uint8_t)c;
-            else if (c % 2 == 0) src[c / 2] = (uint8_t)(c | (c + 1) << 4);
+            if (kk_dtype_bits(t) == 16)
+                ((uint16_t *)(void *)src)[c] = (uint16_t)c;
+            else if (kk_dtype_bits(t) == 8)
+                src[c] = (uint8_t)c;
+            else if (c % 2 == 0)
+                src[c / 2] = (uint8_t)(c | (c + 1) << 4);
         }
         for (int d = 0; d < KK_DTYPE_COUNT; d++) same_on_both(src, t, (kk_dtype)d, codes);
         free(src);
@@ -75,10 +78,20 @@ static void random_f32_encode_the_same(void **state) {
         in[i] = u;
     }
     /* the edges: zeros, infinities, NaNs, the largest and smallest */
-    const uint32_t edges[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
-                              0xFFC00000u, 0x7F800001u, 0xFFFFFFFFu, 0x7F7FFFFFu, 0x00000001u,
-                              0x43E80000u /* 464 */, 0x47700000u /* 61440 */,
-                              0x477FF000u /* 65520 */, 0x40E00000u /* 7 */};
+    const uint32_t edges[] = {0x00000000u,
+                              0x80000000u,
+                              0x7F800000u,
+                              0xFF800000u,
+                              0x7FC00000u,
+                              0xFFC00000u,
+                              0x7F800001u,
+                              0xFFFFFFFFu,
+                              0x7F7FFFFFu,
+                              0x00000001u,
+                              0x43E80000u /* 464 */,
+                              0x47700000u /* 61440 */,
+                              0x477FF000u /* 65520 */,
+                              0x40E00000u /* 7 */};
     memcpy(in, edges, sizeof edges);
     for (size_t k = 0; k < N_NARROW; k++) same_on_both(in, KK_DTYPE_F32, k_narrow[k], n);
     free(in);
@@ -99,8 +112,10 @@ static void every_pair_the_same(void **state) {
         if (s == KK_DTYPE_F64 || s == KK_DTYPE_F32)
             for (size_t i = 0; i < n; i += 2) {
                 uint64_t r = next_u64();
-                double v = (double)(int64_t)(r >> 20) * (double)(1ull << (r & 31)) / (double)(1ull << 40);
-                if (s == KK_DTYPE_F64) memcpy(src + 8 * i, &v, 8);
+                double v =
+                    (double)(int64_t)(r >> 20) * (double)(1ull << (r & 31)) / (double)(1ull << 40);
+                if (s == KK_DTYPE_F64)
+                    memcpy(src + 8 * i, &v, 8);
                 else {
                     float f = (float)v;
                     memcpy(src + 4 * i, &f, 4);
@@ -119,13 +134,12 @@ static void matches_nvidia_on_every_f32(void **state) {
         const kk_dtype t = k_narrow[k];
         kk__nvidia_compare r;
         kk_assert_ok(kk__cuda_convert_compare_nvidia(0, t, &r));
-        print_message("%-8s vs NVIDIA: %llu f32 inputs, %llu differ (+%llu NaN inputs), "
-                      "%llu codes decoded, %llu differ\n",
-                      kk_dtype_name(t), (unsigned long long)r.encode_checked,
-                      (unsigned long long)r.encode_mismatches,
-                      (unsigned long long)r.encode_nan_mismatches,
-                      (unsigned long long)r.decode_checked,
-                      (unsigned long long)r.decode_mismatches);
+        print_message(
+            "%-8s vs NVIDIA: %llu f32 inputs, %llu differ (+%llu NaN inputs), "
+            "%llu codes decoded, %llu differ\n",
+            kk_dtype_name(t), (unsigned long long)r.encode_checked,
+            (unsigned long long)r.encode_mismatches, (unsigned long long)r.encode_nan_mismatches,
+            (unsigned long long)r.decode_checked, (unsigned long long)r.decode_mismatches);
         assert_int_equal(r.encode_checked, 1ull << 32);
         if (r.encode_mismatches)
             fail_msg("%s: f32 0x%08x: ours 0x%x, NVIDIA's 0x%x", kk_dtype_name(t), r.first_input,

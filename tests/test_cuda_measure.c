@@ -24,7 +24,7 @@
 typedef struct job {
     double seconds; /* > 0: spin this long; 0: tiny kernel; < 0: bad launch */
     int calls;
-    int probe_at;       /* at this call, read the device's free memory */
+    int probe_at; /* at this call, read the device's free memory */
     uint64_t free_then;
     int fail_at;
     const void *buf; /* not NULL: read `bytes` of it (the read-flush kernel as work) */
@@ -186,9 +186,8 @@ static void read_flush_buffer_is_twice_the_l2(void **state) {
     assert_int_equal(m.flush_mode, KK_BENCH_FLUSH_READ);
     assert_int_equal(m.flush_bytes, 2 * info.l2_bytes);
     uint64_t after = device_free();
-    printf("read flush: free before %llu, during %llu, after %llu\n",
-           (unsigned long long)before, (unsigned long long)j.free_then,
-           (unsigned long long)after);
+    printf("read flush: free before %llu, during %llu, after %llu\n", (unsigned long long)before,
+           (unsigned long long)j.free_then, (unsigned long long)after);
     assert_true(before - j.free_then >= info.l2_bytes * 2 * 9 / 10);
     assert_true(after >= j.free_then + info.l2_bytes * 2 * 9 / 10);
     /* the 100 us spin is still measured at its duration behind the read kernel */

@@ -103,10 +103,10 @@ static void freed_blocks_wait_for_their_stream(void **state) {
     kk_assert_ok(kk__mem_check(DEV, &c));
     assert_true(c.pending_blocks >= 1);
     void *r = alloc_on(MiB, 4, A);
-    assert_ptr_equal(r, p); /* A: its own order protects it */
+    assert_ptr_equal(r, p);       /* A: its own order protects it */
     kk_assert_ok(kk_mem_free(r)); /* kk_mem_free: on the allocation stream, A */
     void *q = alloc_on(MiB, 4, B);
-    assert_ptr_not_equal(q, p); /* B: not while A's work may still use it */
+    assert_ptr_not_equal(q, p);    /* B: not while A's work may still use it */
     void *f = alloc_on(MiB, 4, B); /* fills q's segment: p's is all that is left */
     assert_ptr_not_equal(f, p);
     kk_assert_ok(kk__mem_test_stream_sync(A));
@@ -272,7 +272,8 @@ static void threads_share_the_gpu_allocator(void **state) {
     (void)state;
     pthread_t t[6];
     int failed[6] = {0};
-    for (int i = 0; i < 6; i++) assert_int_equal(pthread_create(&t[i], NULL, thread_work, &failed[i]), 0);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, thread_work, &failed[i]), 0);
     for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < 6; i++) assert_false(failed[i]);
     kk_mem_stats s = stats(-1);
@@ -353,7 +354,8 @@ int main(void) {
     if (child > 0) waitpid(child, &status, 0);
     if (kk_test_no_gpu()) return KK_TEST_SKIP;
     if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        printf("fresh-process check failed: status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        printf("fresh-process check failed: status %d\n",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return 1;
     }
     const struct CMUnitTest tests[] = {

@@ -20,8 +20,8 @@
 #include "kernelkit/cases.h"
 
 /* src/cuda/kernels/nvfp4_gemv.cu; weak so that a build without CUDA links. */
-kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms,
-                                 int variant, int rows) __attribute__((weak));
+kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms, int variant,
+                                 int rows) __attribute__((weak));
 
 static const kk_op *gemv_row(void) {
     const kk_op *op;
@@ -50,8 +50,8 @@ static kk_case_result run_on_gpu(const kk_op *row, const char *text, kk_input_di
 
 static void expect_pass(const char *shape, int layout, int global, int dist, uint64_t seed) {
     char text[160];
-    snprintf(text, sizeof text, "%s scale_layout=%s global=%d", shape,
-             layout ? "blocked" : "plain", global);
+    snprintf(text, sizeof text, "%s scale_layout=%s global=%d", shape, layout ? "blocked" : "plain",
+             global);
     kk_case_result r = run_on_gpu(gemv_row(), text, (kk_input_dist)dist, seed);
     assert_int_equal(r.status, KK_CASE_PASS);
     assert_int_equal(r.outputs[0].unwritten, 0);
@@ -59,9 +59,9 @@ static void expect_pass(const char *shape, int layout, int global, int dist, uin
 
 /* ANCHORS: GPU MODE's test shapes (M, K, L), each in both layouts. */
 static const char *const gpumode_tests[] = {
-    "M=128 K=256 L=1",  "M=128 K=1536 L=1", "M=128 K=3072 L=1",
+    "M=128 K=256 L=1",  "M=128 K=1536 L=1",  "M=128 K=3072 L=1",
     "M=256 K=7168 L=1", "M=2432 K=4608 L=2", "M=384 K=7168 L=2",
-    "M=512 K=512 L=2",  "M=512 K=4096 L=2", "M=512 K=1536 L=2",
+    "M=512 K=512 L=2",  "M=512 K=4096 L=2",  "M=512 K=1536 L=2",
 };
 static const char *const gpumode_bench[] = {"M=7168 K=16384 L=1", "M=4096 K=7168 L=8",
                                             "M=7168 K=2048 L=4"};
@@ -122,10 +122,10 @@ static void set_open(gemv_set *s, const char *text, uint64_t seed) {
     kk_assert_ok(kk_op_tensors(&s->p, s->d, &s->n));
     void *raw[KK_OP_MAX_TENSORS];
     for (int k = 0; k < s->n; k++) {
-        kk_assert_ok(kk_tensor_create("cpu", s->d[k].dtype, s->d[k].ndim, s->d[k].shape,
-                                      &s->host[k]));
-        kk_assert_ok(kk_tensor_create("cuda:0", s->d[k].dtype, s->d[k].ndim, s->d[k].shape,
-                                      &s->dev[k]));
+        kk_assert_ok(
+            kk_tensor_create("cpu", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->host[k]));
+        kk_assert_ok(
+            kk_tensor_create("cuda:0", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->dev[k]));
         raw[k] = s->host[k]->data;
     }
     kk_assert_ok(kk_case_fill_inputs(&s->p, seed, KK_DIST_FULL, raw));
@@ -155,45 +155,45 @@ static void twin_emulation_and_gpu_agree(void **state) {
     kk_tolerance tol;
     kk_assert_ok(kk_op_tolerance(gemv_row(), KK_DTYPE_F16, &tol));
     for (int vi = 0; vi < 4; vi++)
-    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-        static const int variants[4] = {0, 1, 2, 4};
-        const int variant = variants[vi];
-        char vtext[2] = {(char)('0' + variant), 0};
-        setenv("KK_NVFP4_GEMV_VARIANT", vtext, 1); /* the GPU's and the emulation's */
-        gemv_set s;
-        set_open(&s, cases[c], 50 + c);
-        const size_t n = (size_t)s.d[s.n - 1].numel;
-        uint16_t *cpu = malloc(n * 2), *gpu = malloc(n * 2), *emu = malloc(n * 2);
-        double *cpu64 = malloc(n * sizeof(double));
-        kk_assert_ok(kk_op_run(&s.p, s.host, NULL)); /* the CPU twin */
-        c_of(&s, cpu);
-        kk_assert_ok(kk_op_run(&s.p, s.dev, NULL));
-        kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
-        kk_assert_ok(kk_tensor_copy(s.host[s.n - 1], s.dev[s.n - 1]));
-        c_of(&s, gpu);
-        /* the GPU within the op's tolerance of the CPU twin */
-        kk_assert_ok(kk_convert_host(cpu, KK_DTYPE_F16, cpu64, KK_DTYPE_F64, n));
-        kk_check_result r;
-        kk_assert_ok(kk_check_output(gpu, KK_DTYPE_F16, cpu64, n, &tol, &r));
-        size_t same = 0, emu_diff = 0;
-        for (size_t i = 0; i < n; i++) same += cpu[i] == gpu[i];
-        if (kk__nvfp4_gemv_emulate) { /* and exactly the emulation's bits (8 rows) */
-            kk_assert_ok(kk__nvfp4_gemv_emulate(&s.p, s.host, info.sm_count, variant, 8));
-            c_of(&s, emu);
-            for (size_t i = 0; i < n; i++) emu_diff += emu[i] != gpu[i];
+        for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+            static const int variants[4] = {0, 1, 2, 4};
+            const int variant = variants[vi];
+            char vtext[2] = {(char)('0' + variant), 0};
+            setenv("KK_NVFP4_GEMV_VARIANT", vtext, 1); /* the GPU's and the emulation's */
+            gemv_set s;
+            set_open(&s, cases[c], 50 + c);
+            const size_t n = (size_t)s.d[s.n - 1].numel;
+            uint16_t *cpu = malloc(n * 2), *gpu = malloc(n * 2), *emu = malloc(n * 2);
+            double *cpu64 = malloc(n * sizeof(double));
+            kk_assert_ok(kk_op_run(&s.p, s.host, NULL)); /* the CPU twin */
+            c_of(&s, cpu);
+            kk_assert_ok(kk_op_run(&s.p, s.dev, NULL));
+            kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+            kk_assert_ok(kk_tensor_copy(s.host[s.n - 1], s.dev[s.n - 1]));
+            c_of(&s, gpu);
+            /* the GPU within the op's tolerance of the CPU twin */
+            kk_assert_ok(kk_convert_host(cpu, KK_DTYPE_F16, cpu64, KK_DTYPE_F64, n));
+            kk_check_result r;
+            kk_assert_ok(kk_check_output(gpu, KK_DTYPE_F16, cpu64, n, &tol, &r));
+            size_t same = 0, emu_diff = 0;
+            for (size_t i = 0; i < n; i++) same += cpu[i] == gpu[i];
+            if (kk__nvfp4_gemv_emulate) { /* and exactly the emulation's bits (8 rows) */
+                kk_assert_ok(kk__nvfp4_gemv_emulate(&s.p, s.host, info.sm_count, variant, 8));
+                c_of(&s, emu);
+                for (size_t i = 0; i < n; i++) emu_diff += emu[i] != gpu[i];
+            }
+            print_message("    v%d %-45s gpu vs cpu twin: %s, %zu of %zu bit-identical; gpu vs "
+                          "emulation (%d SMs): %zu differ\n",
+                          variant, cases[c], r.pass ? "PASS" : "FAIL", same, n, info.sm_count,
+                          emu_diff);
+            assert_true(r.pass);
+            assert_int_equal(emu_diff, 0);
+            free(cpu);
+            free(gpu);
+            free(emu);
+            free(cpu64);
+            set_close(&s);
         }
-        print_message("    v%d %-45s gpu vs cpu twin: %s, %zu of %zu bit-identical; gpu vs "
-                      "emulation (%d SMs): %zu differ\n",
-                      variant, cases[c], r.pass ? "PASS" : "FAIL", same, n, info.sm_count,
-                      emu_diff);
-        assert_true(r.pass);
-        assert_int_equal(emu_diff, 0);
-        free(cpu);
-        free(gpu);
-        free(emu);
-        free(cpu64);
-        set_close(&s);
-    }
     unsetenv("KK_NVFP4_GEMV_VARIANT");
 }
 
@@ -207,15 +207,18 @@ static void twin_emulation_and_gpu_agree(void **state) {
 static void persistent_equals_variant2(void **state) {
     (void)state;
     static const char *const cases[] = {"M=1000 K=2048 L=9 scale_layout=blocked global=1",
-                                        "M=33 K=1024 L=300", "M=129 K=64 L=40 scale_layout=blocked"};
+                                        "M=33 K=1024 L=300",
+                                        "M=129 K=64 L=40 scale_layout=blocked"};
     static const char *const splits[] = {NULL, "2", "8"};
     kk_device_info info;
     kk_assert_ok(kk_device_get_info("cuda:0", &info));
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++)
         for (int sp = 0; sp < 3; sp++)
             for (int rows = 8; rows >= 4; rows -= 4) {
-                if (splits[sp]) setenv("KK_NVFP4_GEMV_SPLIT", splits[sp], 1);
-                else unsetenv("KK_NVFP4_GEMV_SPLIT");
+                if (splits[sp])
+                    setenv("KK_NVFP4_GEMV_SPLIT", splits[sp], 1);
+                else
+                    unsetenv("KK_NVFP4_GEMV_SPLIT");
                 setenv("KK_NVFP4_GEMV_ROWS", rows == 8 ? "8" : "4", 1);
                 gemv_set s;
                 set_open(&s, cases[c], 70 + c);

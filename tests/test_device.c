@@ -22,22 +22,46 @@ typedef struct cc_row {
 /* Every compute capability NVIDIA has shipped (CUDA programming guide), plus
  * impossible and not-yet-known ones. */
 static const cc_row k_cc[] = {
-    {1, 0, KK_ARCH_PRE_PASCAL}, {2, 1, KK_ARCH_PRE_PASCAL},
-    {3, 0, KK_ARCH_PRE_PASCAL}, {3, 5, KK_ARCH_PRE_PASCAL}, {3, 7, KK_ARCH_PRE_PASCAL},
-    {5, 0, KK_ARCH_PRE_PASCAL}, {5, 2, KK_ARCH_PRE_PASCAL}, {5, 3, KK_ARCH_PRE_PASCAL},
-    {6, 0, KK_ARCH_PASCAL},     {6, 1, KK_ARCH_PASCAL},     {6, 2, KK_ARCH_PASCAL},
-    {7, 0, KK_ARCH_VOLTA},      {7, 2, KK_ARCH_VOLTA},      {7, 5, KK_ARCH_TURING},
-    {8, 0, KK_ARCH_AMPERE},     {8, 6, KK_ARCH_AMPERE},     {8, 7, KK_ARCH_AMPERE},
-    {8, 9, KK_ARCH_ADA},        {9, 0, KK_ARCH_HOPPER},     {10, 0, KK_ARCH_BLACKWELL},
-    {10, 1, KK_ARCH_BLACKWELL}, {10, 3, KK_ARCH_BLACKWELL}, {11, 0, KK_ARCH_BLACKWELL},
-    {12, 0, KK_ARCH_BLACKWELL}, {12, 1, KK_ARCH_BLACKWELL},
+    {1, 0, KK_ARCH_PRE_PASCAL},
+    {2, 1, KK_ARCH_PRE_PASCAL},
+    {3, 0, KK_ARCH_PRE_PASCAL},
+    {3, 5, KK_ARCH_PRE_PASCAL},
+    {3, 7, KK_ARCH_PRE_PASCAL},
+    {5, 0, KK_ARCH_PRE_PASCAL},
+    {5, 2, KK_ARCH_PRE_PASCAL},
+    {5, 3, KK_ARCH_PRE_PASCAL},
+    {6, 0, KK_ARCH_PASCAL},
+    {6, 1, KK_ARCH_PASCAL},
+    {6, 2, KK_ARCH_PASCAL},
+    {7, 0, KK_ARCH_VOLTA},
+    {7, 2, KK_ARCH_VOLTA},
+    {7, 5, KK_ARCH_TURING},
+    {8, 0, KK_ARCH_AMPERE},
+    {8, 6, KK_ARCH_AMPERE},
+    {8, 7, KK_ARCH_AMPERE},
+    {8, 9, KK_ARCH_ADA},
+    {9, 0, KK_ARCH_HOPPER},
+    {10, 0, KK_ARCH_BLACKWELL},
+    {10, 1, KK_ARCH_BLACKWELL},
+    {10, 3, KK_ARCH_BLACKWELL},
+    {11, 0, KK_ARCH_BLACKWELL},
+    {12, 0, KK_ARCH_BLACKWELL},
+    {12, 1, KK_ARCH_BLACKWELL},
     /* capabilities that do not exist */
-    {7, 1, KK_ARCH_UNKNOWN},    {7, 3, KK_ARCH_UNKNOWN},    {7, 4, KK_ARCH_UNKNOWN},
-    {8, 1, KK_ARCH_UNKNOWN},    {8, 8, KK_ARCH_UNKNOWN},    {9, 1, KK_ARCH_UNKNOWN},
-    {13, 0, KK_ARCH_UNKNOWN},   {20, 0, KK_ARCH_UNKNOWN},
+    {7, 1, KK_ARCH_UNKNOWN},
+    {7, 3, KK_ARCH_UNKNOWN},
+    {7, 4, KK_ARCH_UNKNOWN},
+    {8, 1, KK_ARCH_UNKNOWN},
+    {8, 8, KK_ARCH_UNKNOWN},
+    {9, 1, KK_ARCH_UNKNOWN},
+    {13, 0, KK_ARCH_UNKNOWN},
+    {20, 0, KK_ARCH_UNKNOWN},
     /* impossible values */
-    {0, 0, KK_ARCH_UNKNOWN},    {0, 5, KK_ARCH_UNKNOWN},    {-1, 0, KK_ARCH_UNKNOWN},
-    {9, -1, KK_ARCH_UNKNOWN},   {-8, -6, KK_ARCH_UNKNOWN},
+    {0, 0, KK_ARCH_UNKNOWN},
+    {0, 5, KK_ARCH_UNKNOWN},
+    {-1, 0, KK_ARCH_UNKNOWN},
+    {9, -1, KK_ARCH_UNKNOWN},
+    {-8, -6, KK_ARCH_UNKNOWN},
 };
 
 static void compute_capabilities_map_to_families(void **state) {
@@ -65,7 +89,7 @@ static void supported_capabilities_start_at_8_0(void **state) {
 static void arch_names_round_trip(void **state) {
     (void)state;
     static const char *const expected[KK_ARCH_COUNT] = {
-        "unknown", "pre-pascal", "pascal", "volta", "turing",
+        "unknown", "pre-pascal", "pascal", "volta",     "turing",
         "ampere",  "ada",        "hopper", "blackwell",
     };
     for (int a = 0; a < KK_ARCH_COUNT; a++) {
@@ -154,8 +178,7 @@ static void registry_has_one_complete_table_per_kind(void **state) {
     }
     assert_null(kk__backend_get(KK_BACKEND_COUNT));
     assert_null(kk__backend_get((kk_backend_kind)-1));
-    assert_int_equal(kk__backend_get(KK_BACKEND_CUDA)->unavailable_status,
-                     KK_ERR_CUDA_UNAVAILABLE);
+    assert_int_equal(kk__backend_get(KK_BACKEND_CUDA)->unavailable_status, KK_ERR_CUDA_UNAVAILABLE);
 }
 
 /* ---- device specs ---- */
@@ -180,7 +203,7 @@ static void good_specs_parse(void **state) {
         b = KK_BACKEND_COUNT;
         index = -1;
         kk_status st = kk_device_parse(cuda[i].spec, &b, &index);
-        kk_status want = !avail ? KK_ERR_CUDA_UNAVAILABLE
+        kk_status want = !avail                  ? KK_ERR_CUDA_UNAVAILABLE
                          : cuda[i].index < count ? KK_OK
                                                  : KK_ERR_INVALID_ARGUMENT;
         if (st != want)
@@ -195,10 +218,30 @@ static void good_specs_parse(void **state) {
 static void bad_specs_are_rejected(void **state) {
     (void)state;
     static const char *const bad[] = {
-        "",        "gpu",      "cuda:-1", "cuda:1x",  "cuda:99999999999", "cuda:2147483648",
-        "cuda:",   "cuda: 1",  "cuda:+1", "cuda:0x1", "cuda:1 ",          " cpu",
-        "cpu ",    "CPU",      "CUDA",    "cudax",    "cuda0",            "cuda::0",
-        "cuda:0:", "cpu:",     "cpu:x",   "cuda:1.0", "c",                "cudacpu",
+        "",
+        "gpu",
+        "cuda:-1",
+        "cuda:1x",
+        "cuda:99999999999",
+        "cuda:2147483648",
+        "cuda:",
+        "cuda: 1",
+        "cuda:+1",
+        "cuda:0x1",
+        "cuda:1 ",
+        " cpu",
+        "cpu ",
+        "CPU",
+        "CUDA",
+        "cudax",
+        "cuda0",
+        "cuda::0",
+        "cuda:0:",
+        "cpu:",
+        "cpu:x",
+        "cuda:1.0",
+        "c",
+        "cudacpu",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kk_backend_kind b = KK_BACKEND_COUNT;
@@ -304,20 +347,28 @@ static void cpu_features_string(void **state) {
 static const char k_cpuinfo_2s_ht[] =
     "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\n"
     "physical id\t: 0\ncore id\t\t: 0\n\n"
-    "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 0\ncore id\t\t: 1\n\n"
-    "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore id\t\t: 0\n\n"
-    "processor\t: 3\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore id\t\t: 1\n\n"
-    "processor\t: 4\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 0\ncore id\t\t: 0\n\n"
-    "processor\t: 5\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 0\ncore id\t\t: 1\n\n"
-    "processor\t: 6\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore id\t\t: 0\n\n"
-    "processor\t: 7\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore id\t\t: 1\n";
+    "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 0\ncore "
+    "id\t\t: 1\n\n"
+    "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore "
+    "id\t\t: 0\n\n"
+    "processor\t: 3\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore "
+    "id\t\t: 1\n\n"
+    "processor\t: 4\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 0\ncore "
+    "id\t\t: 0\n\n"
+    "processor\t: 5\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 0\ncore "
+    "id\t\t: 1\n\n"
+    "processor\t: 6\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore "
+    "id\t\t: 0\n\n"
+    "processor\t: 7\nmodel name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\nphysical id\t: 1\ncore "
+    "id\t\t: 1\n";
 
 static void cpuinfo_parsers(void **state) {
     (void)state;
     char name[256];
     assert_true(kk__cpu_parse_model_name(k_cpuinfo_2s_ht, name, sizeof name));
     assert_string_equal(name, "Intel(R) Xeon(R) Test CPU @ 2.00GHz");
-    assert_false(kk__cpu_parse_model_name("processor\t: 0\nBogoMIPS\t: 50.00\n", name, sizeof name));
+    assert_false(
+        kk__cpu_parse_model_name("processor\t: 0\nBogoMIPS\t: 50.00\n", name, sizeof name));
     assert_string_equal(name, "");
     assert_false(kk__cpu_parse_model_name("model name\t:   \n", name, sizeof name));
     assert_false(kk__cpu_parse_model_name(NULL, name, sizeof name));
@@ -335,7 +386,8 @@ static void cpuinfo_parsers(void **state) {
     CPU_SET(2, &set); /* another socket's core 0 */
     assert_int_equal(kk__cpu_count_physical_cores(k_cpuinfo_2s_ht, &set, sizeof set), 2);
     /* no topology (ARM, some VMs): 0, the caller falls back to the thread count */
-    assert_int_equal(kk__cpu_count_physical_cores("processor\t: 0\n\nprocessor\t: 1\n", NULL, 0), 0);
+    assert_int_equal(kk__cpu_count_physical_cores("processor\t: 0\n\nprocessor\t: 1\n", NULL, 0),
+                     0);
     assert_int_equal(kk__cpu_count_physical_cores("", NULL, 0), 0);
     assert_int_equal(kk__cpu_count_physical_cores(NULL, NULL, 0), 0);
 
@@ -469,7 +521,7 @@ static void throttle_reason_text(void **state) {
     char small[16];
     kk__throttle_text(0x4 | 0x8 | 0x20, small, sizeof small);
     assert_string_equal(small, "sw_power_cap"); /* whole names only */
-    kk__throttle_text(0x4, buf, 0);              /* must not write */
+    kk__throttle_text(0x4, buf, 0);             /* must not write */
 }
 
 /* ---- thread safety: the first probe, from many threads at once (in main) ---- */

@@ -145,8 +145,10 @@ static uint32_t ref_encode(const fmt *f, double x) {
     uint32_t lo = 0, hi = f->max_code;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (v[mid] <= a) lo = mid;
-        else hi = mid - 1;
+        if (v[mid] <= a)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     if (v[lo] == a) return sign | lo;
     const double mid = (v[lo] + v[lo + 1]) / 2; /* exact: few significant bits */
@@ -243,8 +245,8 @@ static void every_encoding_decodes_to_the_formula(void **state) {
             const uint32_t mag = c & (sign_bit(f) - 1);
             if (code_is_nan(f, c)) {
                 /* a quiet NaN with the code's sign and mantissa on top */
-                uint32_t want = (neg ? 0x80000000u : 0) | 0x7FC00000u |
-                                man_field(f, c) << (23 - f->mbits);
+                uint32_t want =
+                    (neg ? 0x80000000u : 0) | 0x7FC00000u | man_field(f, c) << (23 - f->mbits);
                 if (fbits(got) != want)
                     fail_msg("%s 0x%x: got 0x%08x, want NaN 0x%08x", f->name, c, fbits(got), want);
             } else if (code_is_inf(f, c)) {
@@ -266,7 +268,8 @@ static void every_encoding_decodes_to_the_formula(void **state) {
     assert_true(isinf(kk_e5m2_to_f32(0x7C)) && kk_e5m2_to_f32(0xFC) < 0);
     assert_true(kk_f16_to_f32(0x0001) == 0x1p-24f);
     assert_true(kk_bf16_to_f32(0x0001) == 0x1p-133f);
-    static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+    static const float e2m1[16] = {0,     0.5f,  1,  1.5f,  2,  3,  4,  6,
+                                   -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     for (uint32_t c = 0; c < 16; c++) {
         assert_true(kk_e2m1_to_f32((uint8_t)c) == e2m1[c]);
         assert_int_equal(!!signbit(kk_e2m1_to_f32((uint8_t)c)), c >= 8);
@@ -282,8 +285,10 @@ static void every_encoding_round_trips(void **state) {
             const float x = lib_decode(f, c);
             const uint32_t back = lib_encode(f, x);
             uint32_t want = c;
-            if (code_is_nan(f, c)) want = nan_result(f, fbits(x)); /* f16/bf16: c, quieted */
-            else if (code_is_inf(f, c) && f->saturate) want = (c & sign_bit(f)) | f->max_code;
+            if (code_is_nan(f, c))
+                want = nan_result(f, fbits(x)); /* f16/bf16: c, quieted */
+            else if (code_is_inf(f, c) && f->saturate)
+                want = (c & sign_bit(f)) | f->max_code;
             if (back != want)
                 fail_msg("%s 0x%x -> %a -> 0x%x, want 0x%x", f->name, c, (double)x, back, want);
         }
@@ -304,7 +309,8 @@ static void every_encoding_round_trips(void **state) {
 static void check_encode(const fmt *f, float x, uint32_t want, const char *what) {
     uint32_t got = lib_encode(f, x);
     if (got != want)
-        fail_msg("%s: %s(%a) = 0x%x, want 0x%x (%s)", f->name, "encode", (double)x, got, want, what);
+        fail_msg("%s: %s(%a) = 0x%x, want 0x%x (%s)", f->name, "encode", (double)x, got, want,
+                 what);
 }
 
 static void every_rounding_boundary(void **state) {
@@ -395,11 +401,14 @@ static void saturation_and_overflow(void **state) {
     assert_int_equal(kk_f32_to_bf16(bitsf(0x7FA00000u)), 0x7FE0); /* sNaN quieted, not inf */
     assert_int_equal(kk_f32_to_bf16(bitsf(0xFF800001u)), 0xFFC0);
     /* e2m1 */
-    static const struct { float x; uint8_t c; } e2m1[] = {
-        {0.25f, 0x0}, {0.2500001f, 0x1}, {0.75f, 0x2}, {1.25f, 0x2}, {1.75f, 0x4},
-        {2.5f, 0x4},  {3.5f, 0x6},       {5.0f, 0x6},  {5.01f, 0x7}, {7.0f, 0x7},
-        {100.0f, 0x7}, {-0.25f, 0x8},    {-2.5f, 0xC}, {-5.0f, 0xE}, {-INFINITY, 0xF},
-        {NAN, 0x7},   {-NAN, 0x7},       {0.1f, 0x0},  {-0.1f, 0x8}, {6.0f, 0x7},
+    static const struct {
+        float x;
+        uint8_t c;
+    } e2m1[] = {
+        {0.25f, 0x0},  {0.2500001f, 0x1}, {0.75f, 0x2}, {1.25f, 0x2}, {1.75f, 0x4},
+        {2.5f, 0x4},   {3.5f, 0x6},       {5.0f, 0x6},  {5.01f, 0x7}, {7.0f, 0x7},
+        {100.0f, 0x7}, {-0.25f, 0x8},     {-2.5f, 0xC}, {-5.0f, 0xE}, {-INFINITY, 0xF},
+        {NAN, 0x7},    {-NAN, 0x7},       {0.1f, 0x0},  {-0.1f, 0x8}, {6.0f, 0x7},
     };
     for (size_t i = 0; i < sizeof e2m1 / sizeof e2m1[0]; i++)
         if (kk_f32_to_e2m1(e2m1[i].x) != e2m1[i].c)
@@ -462,11 +471,12 @@ static void random_sweep_against_reference(void **state) {
                     fail_msg("%s(%a = 0x%08x) = 0x%x, reference 0x%x", f->name, (double)x, in[i],
                              got, want);
                 uint32_t bulk = f->dtype == KK_DTYPE_F16 || f->dtype == KK_DTYPE_BF16 ? out16[i]
-                                : f->dtype == KK_DTYPE_E2M1 ? (uint32_t)(out8[i / 2] >> (4 * (i & 1))) & 0xFu
-                                                            : out8[i];
+                                : f->dtype == KK_DTYPE_E2M1
+                                    ? (uint32_t)(out8[i / 2] >> (4 * (i & 1))) & 0xFu
+                                    : out8[i];
                 if (bulk != got)
-                    fail_msg("%s: kk_convert_host gave 0x%x for 0x%08x, scalar 0x%x", f->name,
-                             bulk, in[i], got);
+                    fail_msg("%s: kk_convert_host gave 0x%x for 0x%08x, scalar 0x%x", f->name, bulk,
+                             in[i], got);
             }
             if (f->dtype == KK_DTYPE_E2M1) assert_int_equal(out8[n / 2] >> 4, 0); /* padding */
             checked += n;
@@ -523,13 +533,16 @@ static void f64_and_int32_round_once(void **state) {
         iv[2] = (1 << 24) + (1 << 16) + 1; /* bf16: f32 would round to the midpoint */
         const int bits = f->ebits + f->mbits + 1;
         for (int pass = 0; pass < 2; pass++) {
-            if (pass == 0) kk_assert_ok(kk_convert_host(d, KK_DTYPE_F64, out, f->dtype, N));
-            else kk_assert_ok(kk_convert_host(iv, KK_DTYPE_INT32, out, f->dtype, N));
+            if (pass == 0)
+                kk_assert_ok(kk_convert_host(d, KK_DTYPE_F64, out, f->dtype, N));
+            else
+                kk_assert_ok(kk_convert_host(iv, KK_DTYPE_INT32, out, f->dtype, N));
             for (size_t i = 0; i < N; i++) {
                 const double x = pass == 0 ? d[i] : (double)iv[i];
-                uint32_t got = bits == 16  ? ((uint16_t *)out)[i]
-                               : bits == 8 ? ((uint8_t *)out)[i]
-                                           : (uint32_t)(((uint8_t *)out)[i / 2] >> (4 * (i & 1))) & 0xFu;
+                uint32_t got = bits == 16 ? ((uint16_t *)out)[i]
+                               : bits == 8
+                                   ? ((uint8_t *)out)[i]
+                                   : (uint32_t)(((uint8_t *)out)[i / 2] >> (4 * (i & 1))) & 0xFu;
                 uint32_t want = ref_encode(f, x);
                 if (got != want)
                     fail_msg("%s: %s %.17g -> 0x%x, reference 0x%x", f->name,
@@ -549,11 +562,11 @@ static void f64_and_int32_round_once(void **state) {
 /* ---- kk_convert_host between every pair ---- */
 
 static const double k_values[] = {
-    0.0,    -0.0,    1.0,         -1.5,       2.5,          3.5,       0.3,          -0.75,
-    100.0,  -300.7,  448.0,       1000.0,     70000.0,      1e10,      -1e10,        1e-8,
-    127.5,  128.5,   -128.5,      255.5,      2147483647.0, -2147483648.0, 3e9,      0.5,
-    -0.5,   6.0,     5.0,         -4.0,       1e300,        -1e-300,   INFINITY,     -INFINITY,
-    NAN,    -NAN,    65519.0,     1.0 / 3.0,  2147483646.5, -2.5,      33.0,         1e-40,
+    0.0,   -0.0,   1.0,     -1.5,      2.5,          3.5,           0.3,      -0.75,
+    100.0, -300.7, 448.0,   1000.0,    70000.0,      1e10,          -1e10,    1e-8,
+    127.5, 128.5,  -128.5,  255.5,     2147483647.0, -2147483648.0, 3e9,      0.5,
+    -0.5,  6.0,    5.0,     -4.0,      1e300,        -1e-300,       INFINITY, -INFINITY,
+    NAN,   -NAN,   65519.0, 1.0 / 3.0, 2147483646.5, -2.5,          33.0,     1e-40,
 };
 #define N_VALUES (sizeof k_values / sizeof k_values[0])
 
@@ -619,7 +632,8 @@ static void every_pair_of_dtypes(void **state) {
             kk_assert_ok(kk_convert_host(src, (kk_dtype)s, dst, (kk_dtype)d, count));
             const size_t bytes = kk_dtype_bytes((kk_dtype)d, count);
             for (size_t b = bytes; b < sizeof dst; b++)
-                if (dst[b] != 0xA5) fail_msg("%s -> %s wrote past the end", kk_dtype_name(s), kk_dtype_name(d));
+                if (dst[b] != 0xA5)
+                    fail_msg("%s -> %s wrote past the end", kk_dtype_name(s), kk_dtype_name(d));
             if (d == KK_DTYPE_E2M1) assert_int_equal(dst[count / 2] >> 4, 0);
             for (size_t i = 0; i < count; i++) {
                 const double x = exact_value(src, (kk_dtype)s, i);
@@ -682,8 +696,8 @@ static void integers_saturate(void **state) {
     assert_int_equal(u8[0], 0);
     assert_int_equal(u8[1], 5);
     /* floats: round to nearest even, saturate, NaN -> 0 */
-    const float fx[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 127.4f, 127.5f, 128.0f, -128.5f, -129.0f,
-                        1e10f, -INFINITY, INFINITY, NAN, 254.5f, -3.0f};
+    const float fx[] = {0.5f,    1.5f,    2.5f,  -0.5f,     -1.5f,    127.4f, 127.5f, 128.0f,
+                        -128.5f, -129.0f, 1e10f, -INFINITY, INFINITY, NAN,    254.5f, -3.0f};
     const int8_t fi8[] = {0, 2, 2, 0, -2, 127, 127, 127, -128, -128, 127, -128, 127, 0, 127, -3};
     const uint8_t fu8[] = {0, 2, 2, 0, 0, 127, 128, 128, 0, 0, 255, 0, 255, 0, 254, 0};
     int8_t gi8[16];
@@ -692,10 +706,10 @@ static void integers_saturate(void **state) {
     kk_assert_ok(kk_convert_host(fx, KK_DTYPE_F32, gu8, KK_DTYPE_UINT8, 16));
     assert_memory_equal(gi8, fi8, 16);
     assert_memory_equal(gu8, fu8, 16);
-    const double dx[] = {2147483646.5, 2147483645.5, 2147483647.0, 2147483648.0, -2147483648.0,
-                         -2147483649.0, 1e300, -0.0};
-    const int32_t di32[] = {2147483646, 2147483646, INT32_MAX, INT32_MAX, INT32_MIN, INT32_MIN,
-                            INT32_MAX, 0};
+    const double dx[] = {2147483646.5,  2147483645.5,  2147483647.0, 2147483648.0,
+                         -2147483648.0, -2147483649.0, 1e300,        -0.0};
+    const int32_t di32[] = {2147483646, 2147483646, INT32_MAX, INT32_MAX,
+                            INT32_MIN,  INT32_MIN,  INT32_MAX, 0};
     int32_t g32[8];
     kk_assert_ok(kk_convert_host(dx, KK_DTYPE_F64, g32, KK_DTYPE_INT32, 8));
     assert_memory_equal(g32, di32, sizeof di32);

@@ -94,8 +94,7 @@ static void hand_computed(void **state) {
     kk_assert_ok(kk_op_reference(&p, (const double *const[]){in[0], in[1], in[2], in[3]},
                                  (double *const[]){&ref}));
     assert_true(ref == -3.625);
-    for (int i = 0; i < 5; i++)
-        kk_tensor_destroy(t[i]);
+    for (int i = 0; i < 5; i++) kk_tensor_destroy(t[i]);
 }
 
 static void odd_shapes_every_combination(void **state) {

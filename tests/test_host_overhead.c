@@ -130,10 +130,8 @@ static void unsupported_without_a_kernel(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(measures_dispatch_per_call),
-        cmocka_unit_test(measures_the_entry_point),
-        cmocka_unit_test(refuses_an_invalid_case),
-        cmocka_unit_test(refuses_bad_arguments),
+        cmocka_unit_test(measures_dispatch_per_call),   cmocka_unit_test(measures_the_entry_point),
+        cmocka_unit_test(refuses_an_invalid_case),      cmocka_unit_test(refuses_bad_arguments),
         cmocka_unit_test(unsupported_without_a_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,10 +178,10 @@ static void text_format_of_each_field_type(void **state) {
         "arch=hopper");
 
     const kk_log_field all[] = {
-        KK_F_STR("s", "plain"),       KK_F_INT("i", -42),          KK_F_UINT("u", UINT64_MAX),
-        KK_F_DBL("d", 0.1),           KK_F_DBL("whole", 9.0),      KK_F_DBL("big", 1.234567e20),
-        KK_F_DBL("tiny", 1e-7),       KK_F_DBL("third", 1.0 / 3),  KK_F_BOOL("t", 7),
-        KK_F_BOOL("f", 0),            KK_F_DBL("nan", NAN),        KK_F_DBL("ninf", -INFINITY),
+        KK_F_STR("s", "plain"), KK_F_INT("i", -42),         KK_F_UINT("u", UINT64_MAX),
+        KK_F_DBL("d", 0.1),     KK_F_DBL("whole", 9.0),     KK_F_DBL("big", 1.234567e20),
+        KK_F_DBL("tiny", 1e-7), KK_F_DBL("third", 1.0 / 3), KK_F_BOOL("t", 7),
+        KK_F_BOOL("f", 0),      KK_F_DBL("nan", NAN),       KK_F_DBL("ninf", -INFINITY),
     };
     assert_string_equal(log_one(KK_LOG_DEBUG, "app", "types", all, N_OF(all)),
                         "DEBUG app: types s=plain i=-42 u=18446744073709551615 d=0.1 whole=9 "
@@ -189,8 +189,8 @@ static void text_format_of_each_field_type(void **state) {
                         "ninf=-inf");
 
     /* Every level's name, upper-case. */
-    static const char *upper[] = {"", "ERROR app: m", "WARN app: m", "INFO app: m",
-                                  "DEBUG app: m", "TRACE app: m"};
+    static const char *upper[] = {
+        "", "ERROR app: m", "WARN app: m", "INFO app: m", "DEBUG app: m", "TRACE app: m"};
     for (int lv = KK_LOG_ERROR; lv <= KK_LOG_TRACE; lv++)
         assert_string_equal(log_one((kk_log_level)lv, "app", "m", NULL, 0), upper[lv]);
 
@@ -227,16 +227,17 @@ static void text_quoting_and_escaping(void **state) {
         KK_F_STR("s", "a b"),
         KK_F_STR("q", "say \"hi\""),
         KK_F_STR("eq", "a=b"),
-        KK_F_STR("path", "C:\\dir"),        /* a backslash alone needs no quotes */
-        KK_F_STR("pq", "C:\\my dir"),       /* but is escaped inside them */
+        KK_F_STR("path", "C:\\dir"),  /* a backslash alone needs no quotes */
+        KK_F_STR("pq", "C:\\my dir"), /* but is escaped inside them */
         KK_F_STR("nl", "a\nb"),
         KK_F_STR("tab", "a\tb"),
         KK_F_STR("cr", "a\rb"),
-        KK_F_STR("ctl", "a\x01" "b"),
-        KK_F_STR("u", "h\xc3\xa9llo"),      /* UTF-8 passes through unquoted */
-        KK_F_STR("bad", "\xff"),            /* invalid UTF-8 is escaped */
+        KK_F_STR("ctl", "a\x01"
+                        "b"),
+        KK_F_STR("u", "h\xc3\xa9llo"), /* UTF-8 passes through unquoted */
+        KK_F_STR("bad", "\xff"),       /* invalid UTF-8 is escaped */
         KK_F_STR("none", NULL),
-        KK_F_INT("bad key=", 1),            /* keys cannot break key=value */
+        KK_F_INT("bad key=", 1), /* keys cannot break key=value */
     };
     const char *line = log_one(KK_LOG_INFO, "app", "two\nlines", f, N_OF(f));
     assert_string_equal(line,
@@ -254,12 +255,21 @@ static void json_lines_parse_back_with_cjson(void **state) {
 
     const char *nasty = "q\"b\\s/\n\r\t\b\f\x01\x1f\x7f caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80";
     const kk_log_field f[] = {
-        KK_F_STR("device", "NVIDIA H200"), KK_F_STR("cc", "9.0"),     KK_F_INT("sms", 132),
-        KK_F_INT("neg", -42),              KK_F_UINT("u", 1ULL << 60), KK_F_DBL("d", 0.1),
-        KK_F_DBL("third", 1.0 / 3),        KK_F_DBL("big", 6.02214076e23),
-        KK_F_BOOL("yes", 1),               KK_F_BOOL("no", 0),        KK_F_STR("nasty", nasty),
-        KK_F_STR("bad", "a\xff\xc3(b\xed\xa0\x80"), KK_F_STR("none", NULL),
-        KK_F_DBL("nan", NAN),              KK_F_DBL("inf", INFINITY),
+        KK_F_STR("device", "NVIDIA H200"),
+        KK_F_STR("cc", "9.0"),
+        KK_F_INT("sms", 132),
+        KK_F_INT("neg", -42),
+        KK_F_UINT("u", 1ULL << 60),
+        KK_F_DBL("d", 0.1),
+        KK_F_DBL("third", 1.0 / 3),
+        KK_F_DBL("big", 6.02214076e23),
+        KK_F_BOOL("yes", 1),
+        KK_F_BOOL("no", 0),
+        KK_F_STR("nasty", nasty),
+        KK_F_STR("bad", "a\xff\xc3(b\xed\xa0\x80"),
+        KK_F_STR("none", NULL),
+        KK_F_DBL("nan", NAN),
+        KK_F_DBL("inf", INFINITY),
     };
     time_t before = time(NULL);
     const char *line =
@@ -434,8 +444,7 @@ static void set_level_rejects_bad_input_and_has_a_fixed_capacity(void **state) {
     kk_assert_ok(kk_log_set_level(NULL, KK_LOG_INFO)); /* the default needs no slot */
 
     /* A spec that needs a new slot changes nothing at all. */
-    kk_assert_status(kk_log_configure("error,app.p1=trace,app.new=info"),
-                     KK_ERR_INVALID_ARGUMENT);
+    kk_assert_status(kk_log_configure("error,app.p1=trace,app.new=info"), KK_ERR_INVALID_ARGUMENT);
     kk_assert_contains(kk_last_error_message(), "\"app.new\"");
     assert_string_equal(kk_last_error()->value, "app.new");
     assert_int_equal(kk_log_get_level("app"), KK_LOG_INFO);
@@ -482,8 +491,8 @@ static void configure_applies_good_specs(void **state) {
 
 typedef struct bad_spec {
     const char *spec;
-    const char *token;  /* the bad part, as the error names it */
-    int is_level;       /* the error then lists the accepted levels */
+    const char *token; /* the bad part, as the error names it */
+    int is_level;      /* the error then lists the accepted levels */
 } bad_spec;
 
 static void configure_rejects_bad_specs_and_changes_nothing(void **state) {
@@ -926,8 +935,7 @@ static void run_child(const char *env, const char *mode, char *out, size_t size)
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     assert_true(n > 0);
     self[n] = '\0';
-    snprintf(cmd, sizeof cmd, "env -u KK_LOG -u KK_LOG_FORMAT %s '%s' --child %s", env, self,
-             mode);
+    snprintf(cmd, sizeof cmd, "env -u KK_LOG -u KK_LOG_FORMAT %s '%s' --child %s", env, self, mode);
     assert_int_equal(kk_test_run(cmd, out, size), 0);
 }
 

@@ -19,11 +19,11 @@
 
 typedef struct work {
     long iters;
-    double jitter;  /* > 0: each run does up to (1 + 20*jitter^2)x the work, heavy-tailed */
+    double jitter; /* > 0: each run does up to (1 + 20*jitter^2)x the work, heavy-tailed */
     uint64_t rng;
     int calls;
-    int fail_at;    /* > 0: the fail_at-th call fails */
-    int record;     /* the failure records a detail */
+    int fail_at; /* > 0: the fail_at-th call fails */
+    int record;  /* the failure records a detail */
 } work;
 
 static volatile unsigned long sink;
@@ -301,7 +301,7 @@ typedef struct bad_option {
     void (*set)(kk_bench_options *o);
 } bad_option;
 
-#define BAD(field_, expr)                                         \
+#define BAD(field_, expr)                                                                          \
     static void set_##field_(kk_bench_options *o) { expr; }
 BAD(rse_target, o->rse_target = -0.1)
 BAD(rse_target_nan, o->rse_target = NAN)

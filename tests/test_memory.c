@@ -26,8 +26,8 @@ static kk_mem_stats stats(int pool) {
 static void checked(void) { kk_assert_ok(kk__mem_check("cpu", NULL)); }
 
 static void configure(double margin, bool caching, uint64_t limit) {
-    kk_memory_config cfg = {.safety_margin = margin, .caching_enabled = caching,
-                            .pool_limit_bytes = limit};
+    kk_memory_config cfg = {
+        .safety_margin = margin, .caching_enabled = caching, .pool_limit_bytes = limit};
     kk_assert_ok(kk__mem_configure("cpu", &cfg));
 }
 
@@ -76,8 +76,8 @@ static void config_comes_from_the_environment(void **state) {
 
 static void pointers_are_aligned_and_blocks_are_usable(void **state) {
     (void)state;
-    static const size_t sizes[] = {1, 255, 256, 257, 511, 512, 513, 4097, 100000, MiB - 1, MiB,
-                                   MiB + 1, 3 * MiB, 17 * MiB + 3};
+    static const size_t sizes[] = {1,    255,    256,     257, 511,     512,     513,
+                                   4097, 100000, MiB - 1, MiB, MiB + 1, 3 * MiB, 17 * MiB + 3};
     enum { N = sizeof sizes / sizeof sizes[0] };
     void *p[N];
     for (int i = 0; i < N; i++) {
@@ -188,10 +188,10 @@ static void pools_keep_their_blocks_and_clear_alone(void **state) {
 
 static void stats_follow_every_step_exactly(void **state) {
     (void)state;
-    void *a = alloc_in(100, 3);                 /* miss: a 2 MiB segment */
-    void *b = alloc_in(3 * MiB, 3);             /* miss: a 20 MiB segment */
+    void *a = alloc_in(100, 3);     /* miss: a 2 MiB segment */
+    void *b = alloc_in(3 * MiB, 3); /* miss: a 20 MiB segment */
     kk_assert_ok(kk_mem_free(a));
-    void *c = alloc_in(700, 3);                 /* hit */
+    void *c = alloc_in(700, 3); /* hit */
     kk_mem_stats s = stats(3);
     assert_int_equal(s.allocated_bytes, 1024 + 3 * MiB);
     assert_int_equal(s.reserved_bytes, 22 * MiB);
@@ -390,8 +390,8 @@ static void without_caching_memory_goes_back_at_free(void **state) {
 
 static void the_pool_cap_is_kept(void **state) {
     (void)state;
-    kk_memory_config cfg = {.safety_margin = 1.2, .caching_enabled = true,
-                            .max_pool_bytes = 4 * MiB};
+    kk_memory_config cfg = {
+        .safety_margin = 1.2, .caching_enabled = true, .max_pool_bytes = 4 * MiB};
     kk_assert_ok(kk__mem_configure("cpu", &cfg));
     /* 20 MiB segments would pass the cap: exact 1.5 MiB ones are taken */
     void *a = alloc_in(3 * MiB / 2, 7), *b = alloc_in(3 * MiB / 2, 7), *c = NULL;

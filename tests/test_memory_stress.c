@@ -48,10 +48,10 @@ static uint64_t next(uint64_t *s) { /* xorshift64* */
  * 10 MiB, with segments of their own). */
 static size_t pick_size(uint64_t *rng, unsigned large) {
     uint64_t r = next(rng) % 100, v = next(rng);
-    if (r < 100 - large - 25) return 1 + v % (64 << 10);            /* small */
+    if (r < 100 - large - 25) return 1 + v % (64 << 10);                 /* small */
     if (r < 100 - large) return (64 << 10) + v % (MiB - (64 << 10) + 1); /* up to 1 MiB */
-    if (r < 100 - large / 5) return MiB + 1 + v % (11 * MiB);       /* large, shared segments */
-    return 12 * MiB + v % (28 * MiB);                               /* large, own segments */
+    if (r < 100 - large / 5) return MiB + 1 + v % (11 * MiB); /* large, shared segments */
+    return 12 * MiB + v % (28 * MiB);                         /* large, own segments */
 }
 
 /* Tag the first, middle and last byte (every byte of small blocks): a block
@@ -170,8 +170,8 @@ static void free_everything(model *m) {
 static void fresh(model *m, uint64_t limit) {
     memset(m, 0, sizeof *m);
     m->large = 10; /* big segments are what makes sanitizer builds slow */
-    kk_memory_config cfg = {.safety_margin = 1.2, .caching_enabled = true,
-                            .pool_limit_bytes = limit};
+    kk_memory_config cfg = {
+        .safety_margin = 1.2, .caching_enabled = true, .pool_limit_bytes = limit};
     kk_assert_ok(kk__mem_configure("cpu", &cfg));
     kk_assert_ok(kk__mem_fail_system_allocs("cpu", 0, 0));
     kk_assert_ok(kk__mem_fail_meta_allocs("cpu", 0, 0));

@@ -84,8 +84,7 @@ static kk_npy_array expect_good(const void *buf, size_t len) {
 
 /* Build a .npy: magic, version, the header length field, `header` verbatim,
  * then `data_len` bytes of data (0, 1, 2...). Returns the length. */
-static size_t build(unsigned char *out, int major, int minor, const char *header,
-                    size_t data_len) {
+static size_t build(unsigned char *out, int major, int minor, const char *header, size_t data_len) {
     size_t hl = strlen(header), n = 0;
     memcpy(out, "\x93NUMPY", 6);
     out[6] = (unsigned char)major;
@@ -132,13 +131,13 @@ typedef struct ntype {
 } ntype;
 
 static const ntype k_types[] = {
-    {"b1", "|b1", KK_NPY_DTYPE_NONE, 1},  {"i1", "|i1", KK_DTYPE_INT8, 1},
-    {"i2", "<i2", KK_NPY_DTYPE_NONE, 2},  {"i4", "<i4", KK_DTYPE_INT32, 4},
-    {"i8", "<i8", KK_NPY_DTYPE_NONE, 8},  {"u1", "|u1", KK_DTYPE_UINT8, 1},
-    {"u2", "<u2", KK_NPY_DTYPE_NONE, 2},  {"u4", "<u4", KK_NPY_DTYPE_NONE, 4},
-    {"u8", "<u8", KK_NPY_DTYPE_NONE, 8},  {"f2", "<f2", KK_DTYPE_F16, 2},
-    {"f4", "<f4", KK_DTYPE_F32, 4},       {"f8", "<f8", KK_DTYPE_F64, 8},
-    {"c8", "<c8", KK_NPY_DTYPE_NONE, 8},  {"c16", "<c16", KK_NPY_DTYPE_NONE, 16},
+    {"b1", "|b1", KK_NPY_DTYPE_NONE, 1}, {"i1", "|i1", KK_DTYPE_INT8, 1},
+    {"i2", "<i2", KK_NPY_DTYPE_NONE, 2}, {"i4", "<i4", KK_DTYPE_INT32, 4},
+    {"i8", "<i8", KK_NPY_DTYPE_NONE, 8}, {"u1", "|u1", KK_DTYPE_UINT8, 1},
+    {"u2", "<u2", KK_NPY_DTYPE_NONE, 2}, {"u4", "<u4", KK_NPY_DTYPE_NONE, 4},
+    {"u8", "<u8", KK_NPY_DTYPE_NONE, 8}, {"f2", "<f2", KK_DTYPE_F16, 2},
+    {"f4", "<f4", KK_DTYPE_F32, 4},      {"f8", "<f8", KK_DTYPE_F64, 8},
+    {"c8", "<c8", KK_NPY_DTYPE_NONE, 8}, {"c16", "<c16", KK_NPY_DTYPE_NONE, 16},
 };
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 
@@ -155,19 +154,40 @@ static void fill_values(const ntype *t, void *data) {
             p[0] = i % 3 == 0;
         } else if (kind == 'i') {
             int64_t v = (int64_t)(i - 2) * (int64_t)int_mul(t->itemsize);
-            if (t->itemsize == 1) { int8_t x = (int8_t)v; memcpy(p, &x, 1); }
-            if (t->itemsize == 2) { int16_t x = (int16_t)v; memcpy(p, &x, 2); }
-            if (t->itemsize == 4) { int32_t x = (int32_t)v; memcpy(p, &x, 4); }
+            if (t->itemsize == 1) {
+                int8_t x = (int8_t)v;
+                memcpy(p, &x, 1);
+            }
+            if (t->itemsize == 2) {
+                int16_t x = (int16_t)v;
+                memcpy(p, &x, 2);
+            }
+            if (t->itemsize == 4) {
+                int32_t x = (int32_t)v;
+                memcpy(p, &x, 4);
+            }
             if (t->itemsize == 8) memcpy(p, &v, 8);
         } else if (kind == 'u') {
             uint64_t v = (uint64_t)i * int_mul(t->itemsize);
-            if (t->itemsize == 1) { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); }
-            if (t->itemsize == 2) { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); }
-            if (t->itemsize == 4) { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); }
+            if (t->itemsize == 1) {
+                uint8_t x = (uint8_t)v;
+                memcpy(p, &x, 1);
+            }
+            if (t->itemsize == 2) {
+                uint16_t x = (uint16_t)v;
+                memcpy(p, &x, 2);
+            }
+            if (t->itemsize == 4) {
+                uint32_t x = (uint32_t)v;
+                memcpy(p, &x, 4);
+            }
             if (t->itemsize == 8) memcpy(p, &v, 8);
         } else if (kind == 'f') {
             double v = (i - 2) * 1.5 + 0.25;
-            if (t->itemsize == 4) { float x = (float)v; memcpy(p, &x, 4); }
+            if (t->itemsize == 4) {
+                float x = (float)v;
+                memcpy(p, &x, 4);
+            }
             if (t->itemsize == 8) memcpy(p, &v, 8);
             if (t->itemsize == 2) { /* exact in half: find the pattern */
                 uint16_t h = 0;
@@ -497,8 +517,8 @@ static void writing_matches_np_save_byte_for_byte(void **state) {
             kk_npy_free(&a);
         }
     }
-    const char *same[] = {"scalar_f8.npy", "empty_0x3_f4.npy", "empty_2x0x4_i2.npy",
-                          "dims8_u1.npy",  "named_bf16.npy",   "named_e4m3.npy",
+    const char *same[] = {"scalar_f8.npy",  "empty_0x3_f4.npy",        "empty_2x0x4_i2.npy",
+                          "dims8_u1.npy",   "named_bf16.npy",          "named_e4m3.npy",
                           "named_e5m2.npy", "named_e2m1_unpacked.npy", "npsave_bf16.npy",
                           "npsave_e4m3.npy"};
     for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) {
@@ -631,8 +651,10 @@ static void every_numpy_type_round_trips(void **state) {
     for (size_t k = 0; k < N_TYPES; k++) {
         for (int o = 0; o < 5; o++) {
             char descr[16];
-            if (o < 4) snprintf(descr, sizeof descr, "%c%s", orders[o], k_types[k].code);
-            else snprintf(descr, sizeof descr, "%s", k_types[k].code);
+            if (o < 4)
+                snprintf(descr, sizeof descr, "%c%s", orders[o], k_types[k].code);
+            else
+                snprintf(descr, sizeof descr, "%s", k_types[k].code);
             kk_npy_array a;
             kk_assert_ok(kk_npy_array_init_descr(&a, descr, 2, (const int64_t[]){5, 3}));
             assert_string_equal(a.descr, k_types[k].canon);
@@ -642,8 +664,10 @@ static void every_numpy_type_round_trips(void **state) {
             kk_npy_free(&a);
         }
     }
-    const char *raw[] = {"|V1", "<V2", "|V3", "V16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-                         "float4_e2m1fn", "float8_e8m0fnu", "int4", "float6_e2m3fn"};
+    const char *raw[] = {"|V1",         "<V2",           "|V3",
+                         "V16",         "bfloat16",      "float8_e4m3fn",
+                         "float8_e5m2", "float4_e2m1fn", "float8_e8m0fnu",
+                         "int4",        "float6_e2m3fn"};
     for (size_t k = 0; k < sizeof raw / sizeof raw[0]; k++) {
         kk_npy_array a;
         kk_assert_ok(kk_npy_array_init_descr(&a, raw[k], 1, (const int64_t[]){7}));
@@ -672,7 +696,8 @@ static void truncated_anywhere_is_an_io_error(void **state) {
     expect_bad(buf, 4, KK_ERR_IO, "truncated: 4 bytes, the file ends inside the .npy magic");
     expect_bad(buf, 7, KK_ERR_IO, "truncated: the file ends inside the format version");
     expect_bad(buf, 9, KK_ERR_IO, "truncated: the file ends inside the header length");
-    expect_bad(buf, 40, KK_ERR_IO, "truncated: the header length says 118 bytes from byte 10, the file has 30");
+    expect_bad(buf, 40, KK_ERR_IO,
+               "truncated: the header length says 118 bytes from byte 10, the file has 30");
     expect_bad(buf, n - 4, KK_ERR_IO, "truncated: header says 24 bytes of data, file has 20");
     expect_bad(buf, 128, KK_ERR_IO, "file has 0");
 
@@ -695,8 +720,9 @@ static void truncated_anywhere_is_an_io_error(void **state) {
 
 static void not_npy_and_versions(void **state) {
     (void)state;
-    expect_bad("GARBAGE!GARBAGE!", 16, KK_ERR_IO,
-               "not a .npy file: missing the \\x93NUMPY magic (first bytes: 47 41 52 42 41 47 45 21)");
+    expect_bad(
+        "GARBAGE!GARBAGE!", 16, KK_ERR_IO,
+        "not a .npy file: missing the \\x93NUMPY magic (first bytes: 47 41 52 42 41 47 45 21)");
     expect_bad("PK\x03\x04zzzzzzzz", 12, KK_ERR_IO, "zip archive");
     expect_bad("\x93NUMPZ\x01\x00", 8, KK_ERR_IO, "not a .npy file");
     expect_bad("\x93NU", 3, KK_ERR_IO, "ends inside the .npy magic");
@@ -759,14 +785,12 @@ static void malformed_headers_are_named(void **state) {
          "non-integer entry in 'shape'"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (0x10,), }", KK_ERR_IO,
          "not an integer"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': (02,), }", KK_ERR_IO,
-         "leading zero"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (02,), }", KK_ERR_IO, "leading zero"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", KK_ERR_IO,
          "'shape' must be a tuple of integers, found a list"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': 6, }", KK_ERR_IO,
          "'shape' must be a tuple"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", KK_ERR_IO,
-         "is not a tuple"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", KK_ERR_IO, "is not a tuple"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (2 3), }", KK_ERR_IO,
          "expected ',' or ')' in 'shape'"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,,), }", KK_ERR_IO,
@@ -788,7 +812,8 @@ static void malformed_headers_are_named(void **state) {
          KK_ERR_UNSUPPORTED, "array too large: shape (281474976710657,) of '<f4'"},
         {"{'descr': '<f8', 'fortran_order': False, 'shape': (70368744177664,), }",
          KK_ERR_UNSUPPORTED, "over the limit of 2^48 bytes"},
-        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }",
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), "
+         "}",
          KK_ERR_UNSUPPORTED, "array too large"},
         {"{'descr': '|u1', 'fortran_order': False, 'shape': (99999999999999999999999999,), }",
          KK_ERR_UNSUPPORTED, "array too large"},
@@ -838,7 +863,8 @@ static void malformed_headers_are_named(void **state) {
             fail_msg("case %zu (%s): message \"%s\" lacks \"%s\"", k, cases[k].dict,
                      kk_last_error_message(), cases[k].needle);
         if (st == KK_ERR_IO) {
-            kk_assert_contains(kk_last_error_message(), "kk_npy_read_memory: malformed .npy header: ");
+            kk_assert_contains(kk_last_error_message(),
+                               "kk_npy_read_memory: malformed .npy header: ");
             kk_assert_contains(kk_last_error_message(), " at byte ");
         }
     }
@@ -912,12 +938,14 @@ static void header_framing(void **state) {
     assert_int_equal(a.ndim, 0);
     assert_string_equal(a.descr, "|u1");
     kk_npy_free(&a);
-    n = build_dict(buf, "{'descr': '<c16', 'fortran_order': False, 'shape': (0,0,0,0,0,0,0,0), }", 0);
+    n = build_dict(buf, "{'descr': '<c16', 'fortran_order': False, 'shape': (0,0,0,0,0,0,0,0), }",
+                   0);
     a = expect_good(buf, n);
     assert_int_equal(a.ndim, 8);
     kk_npy_free(&a);
     /* a zero dimension makes a huge shape empty */
-    n = build_dict(buf, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 281474976710656), }", 0);
+    n = build_dict(buf, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 281474976710656), }",
+                   0);
     a = expect_good(buf, n);
     assert_int_equal(a.count, 0);
     kk_npy_free(&a);
@@ -943,7 +971,8 @@ static void file_errors(void **state) {
     sentinel(&a);
     kk_assert_status(kk_npy_read_file("/nonexistent/x.npy", &a), KK_ERR_IO);
     assert_sentinel(&a);
-    kk_assert_contains(kk_last_error_message(), "kk_npy_read_file: /nonexistent/x.npy: cannot open: No such file");
+    kk_assert_contains(kk_last_error_message(),
+                       "kk_npy_read_file: /nonexistent/x.npy: cannot open: No such file");
     assert_string_equal(kk_last_error()->value, "/nonexistent/x.npy");
     kk_assert_status(kk_npy_read_file("/tmp", &a), KK_ERR_IO);
     kk_assert_contains(kk_last_error_message(), "directory");
@@ -955,12 +984,14 @@ static void file_errors(void **state) {
     const char *p = kk_test_write_temp((const char *)fix, len - 1);
     assert_non_null(p);
     kk_assert_status(kk_npy_read_file(p, &a), KK_ERR_IO);
-    kk_assert_contains(kk_last_error_message(), "truncated: header says 48 bytes of data, file has 47");
+    kk_assert_contains(kk_last_error_message(),
+                       "truncated: header says 48 bytes of data, file has 47");
     assert_sentinel(&a);
     unlink(p);
     p = kk_test_write_temp((const char *)fix, 100);
     kk_assert_status(kk_npy_read_file(p, &a), KK_ERR_IO);
-    kk_assert_contains(kk_last_error_message(), "the header length says 118 bytes from byte 10, the file has 90");
+    kk_assert_contains(kk_last_error_message(),
+                       "the header length says 118 bytes from byte 10, the file has 90");
     unlink(p);
     free(fix);
 
@@ -968,7 +999,8 @@ static void file_errors(void **state) {
     kk_npy_array w;
     kk_assert_ok(kk_npy_array_init(&w, KK_DTYPE_F32, 1, (const int64_t[]){3}));
     kk_assert_status(kk_npy_write_file("/nonexistent/dir/x.npy", &w), KK_ERR_IO);
-    kk_assert_contains(kk_last_error_message(), "kk_npy_write_file: /nonexistent/dir/x.npy: cannot write");
+    kk_assert_contains(kk_last_error_message(),
+                       "kk_npy_write_file: /nonexistent/dir/x.npy: cannot write");
     kk_npy_free(&w);
 }
 
@@ -1022,13 +1054,15 @@ static void reading_from_a_pipe(void **state) {
     kk_npy_free(&a);
     sentinel(&a);
     kk_assert_status(read_through_fifo(fix, len - 3, &a), KK_ERR_IO);
-    kk_assert_contains(kk_last_error_message(), "truncated: header says 48 bytes of data, file has 45");
+    kk_assert_contains(kk_last_error_message(),
+                       "truncated: header says 48 bytes of data, file has 45");
     assert_sentinel(&a);
     kk_assert_status(read_through_fifo(more, len + 1, &a), KK_ERR_IO);
     kk_assert_contains(kk_last_error_message(), "trailing data");
     assert_sentinel(&a);
     kk_assert_status(read_through_fifo(fix, 50, &a), KK_ERR_IO);
-    kk_assert_contains(kk_last_error_message(), "truncated: the header length says 118 bytes from byte 10, the file has 40");
+    kk_assert_contains(kk_last_error_message(),
+                       "truncated: the header length says 118 bytes from byte 10, the file has 40");
     assert_sentinel(&a);
     free(fix);
     free(more);

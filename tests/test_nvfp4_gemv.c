@@ -23,8 +23,8 @@
 float kk__nvfp4_e2m1_decode_cpu(uint32_t code); /* src/cpu/nvfp4_gemv_cpu.c */
 /* src/cuda/kernels/nvfp4_gemv.cu, only in a build with CUDA (weak: a build
  * without it links, and the emulation tests skip). */
-kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms,
-                                 int variant, int rows) __attribute__((weak));
+kk_status kk__nvfp4_gemv_emulate(const kk_op_params *p, kk_tensor *const *t, int sms, int variant,
+                                 int rows) __attribute__((weak));
 
 static const kk_op *gemv_row(void) {
     const kk_op *op;
@@ -52,7 +52,7 @@ static kk_case_result run(const kk_op *row, const char *text, kk_input_dist dist
 /* Odd M (1, 3, 127, 129, 1000), K from 64 up, L 1..3, both layouts, global
  * scales on and off: every one passes with both input distributions. */
 static const char *const shapes[] = {
-    "M=1 K=64 L=1",    "M=3 K=192 L=2",   "M=127 K=320 L=1", "M=129 K=1088 L=3",
+    "M=1 K=64 L=1",      "M=3 K=192 L=2",   "M=127 K=320 L=1", "M=129 K=1088 L=3",
     "M=1000 K=2048 L=1", "M=128 K=256 L=1", "M=33 K=4160 L=2",
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
@@ -79,8 +79,8 @@ static void odd_shapes_pass(void **state) {
  * not fit the kernel's 64 MiB slab, so the batches go in two slabs. */
 static void many_batches_pass(void **state) {
     (void)state;
-    kk_case_result r = run(gemv_row(), "M=3 K=16384 L=1000 scale_layout=blocked global=1",
-                           KK_DIST_FULL, 3);
+    kk_case_result r =
+        run(gemv_row(), "M=3 K=16384 L=1000 scale_layout=blocked global=1", KK_DIST_FULL, 3);
     assert_int_equal(r.status, KK_CASE_PASS);
     r = run(gemv_row(), "M=1 K=16384 L=1000", KK_DIST_GPUMODE, 4);
     assert_int_equal(r.status, KK_CASE_PASS);
@@ -113,8 +113,8 @@ static void direct_run_has_rounding_error(void **state) {
     kk_tolerance tol;
     kk_assert_ok(kk_op_tolerance(p.op, KK_DTYPE_F16, &tol));
     kk_check_result r;
-    kk_assert_ok(kk_check_output(raw[n - 1], KK_DTYPE_F16, f64[n - 1], (size_t)d[n - 1].numel,
-                                 &tol, &r));
+    kk_assert_ok(
+        kk_check_output(raw[n - 1], KK_DTYPE_F16, f64[n - 1], (size_t)d[n - 1].numel, &tol, &r));
     print_message("    direct: max_abs %.3g max_rel %.3g\n", r.max_abs_err, r.max_rel_err);
     assert_true(r.pass);
     assert_true(r.max_abs_err > 0.0);
@@ -154,8 +154,8 @@ static kk_status wrong_layout(const kk_op_params *p, kk_tensor *const *t, kk_str
     kk_tensor *v[KK_OP_MAX_TENSORS];
     for (int k = 0; k < n; k++) v[k] = t[k];
     for (int k = 2; k < 4; k++)
-        kk_assert_ok(kk_tensor_wrap("cpu", d[k].dtype, d[k].ndim, d[k].shape, NULL, t[k]->data,
-                                    &v[k]));
+        kk_assert_ok(
+            kk_tensor_wrap("cpu", d[k].dtype, d[k].ndim, d[k].shape, NULL, t[k]->data, &v[k]));
     kk_status st = real(&q, v);
     kk_tensor_destroy(v[2]);
     kk_tensor_destroy(v[3]);
@@ -205,8 +205,8 @@ static kk_status wrong_f16_accumulator(const kk_op_params *p, kk_tensor *const *
                     dot += kk_e2m1_to_f32((uint8_t)(a[ia] >> 4 * (k % 2))) *
                            kk_e2m1_to_f32((uint8_t)(b[ib] >> 4 * (k % 2)));
                 }
-                const int64_t oa = blocked ? kk_nvfp4_blocked_offset(M, C, l, m, j)
-                                           : (l * M + m) * C + j;
+                const int64_t oa =
+                    blocked ? kk_nvfp4_blocked_offset(M, C, l, m, j) : (l * M + m) * C + j;
                 const int64_t ob = blocked ? kk_nvfp4_blocked_offset(1, C, l, 0, j) : l * C + j;
                 acc = kk_f32_to_f16(kk_f16_to_f32(acc) +
                                     dot * kk_e4m3_to_f32(sa[oa]) * kk_e4m3_to_f32(sb[ob]));
@@ -269,8 +269,8 @@ static void cuda_kernel_emulated_passes(void **state) {
         for (int combo = 0; combo < 32; combo++) {
             char text[128];
             snprintf(text, sizeof text, "%s scale_layout=%s global=%d",
-                     s < NSHAPES ? shapes[s] : more[s - NSHAPES],
-                     combo & 2 ? "blocked" : "plain", (combo >> 2) & 1);
+                     s < NSHAPES ? shapes[s] : more[s - NSHAPES], combo & 2 ? "blocked" : "plain",
+                     (combo >> 2) & 1);
             emu_variant = combo & 16 ? (combo & 1 ? 4 : 2) : combo & 1;
             emu_rows = combo & 8 ? 4 : 8;
             emu_sms = combo % 3 == 0 ? 1 : 132;

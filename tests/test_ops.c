@@ -130,8 +130,7 @@ static void refuses_bad_tensors(void **state) {
     kk_assert_contains(kk_last_error_message(), "both or neither");
     kk_assert_status(kk_attention(a, a, a, a, NULL, NULL, NULL), KK_ERR_INVALID_ARGUMENT);
     kk_assert_contains(kk_last_error_message(), "4 dimensions");
-    kk_assert_status(kk_nvfp4_gemv(a, NULL, a, NULL, NULL, NULL, c, NULL),
-                     KK_ERR_INVALID_ARGUMENT);
+    kk_assert_status(kk_nvfp4_gemv(a, NULL, a, NULL, NULL, NULL, c, NULL), KK_ERR_INVALID_ARGUMENT);
     kk_assert_status(kk_nvfp4_gemv(a, a, a, a, v, NULL, c, NULL), KK_ERR_INVALID_ARGUMENT);
     kk_assert_contains(kk_last_error_message(), "ga, gb");
     kk_tensor *all[] = {a, b, c, v, c_wrong};
@@ -169,8 +168,7 @@ static kk_attention_options attention_options(const kk_op_params *p) {
 }
 static kk_status call_attention(const kk_op_params *p, kk_tensor *const *t) {
     const kk_attention_options o = attention_options(p);
-    return kk_attention(t[0], t[1], t[2], t[3], kk_op_params_int(p, "lse") ? t[4] : NULL, &o,
-                        NULL);
+    return kk_attention(t[0], t[1], t[2], t[3], kk_op_params_int(p, "lse") ? t[4] : NULL, &o, NULL);
 }
 static kk_status call_attention_varlen(const kk_op_params *p, kk_tensor *const *t) {
     const kk_attention_options o = attention_options(p);
@@ -290,8 +288,7 @@ static void every_entry_point_equals_op_run(void **state) {
         {"rope", "B=2 H=3 S=5 D=16 rotary_dim=8 offset=7 theta=500 style=gptj dtype=f32",
          call_rope},
         {"rope", "B=1 H=2 S=4 D=8 dtype=bf16", call_rope},
-        {"fp8_gemm", "M=5 N=7 K=32 a_dtype=fp8_e5m2 b_dtype=fp8_e4m3 c_dtype=f32",
-         call_fp8_gemm},
+        {"fp8_gemm", "M=5 N=7 K=32 a_dtype=fp8_e5m2 b_dtype=fp8_e4m3 c_dtype=f32", call_fp8_gemm},
         {"fp8_gemm", "M=3 N=4 K=16 c_dtype=bf16", call_fp8_gemm},
         {"nvfp4_gemm", "M=3 N=5 K=64 global=1", call_nvfp4_gemm},
         {"nvfp4_gemm", "M=2 N=3 K=128 global=0", call_nvfp4_gemm},

@@ -14,10 +14,10 @@
 #include "kernelkit/quant.h"
 #include "quant_testutil.h"
 
-#define assert_arg_error(call, name)                            \
-    do {                                                        \
-        kk_assert_status((call), KK_ERR_INVALID_ARGUMENT);      \
-        assert_string_equal(kk_last_error()->argument, (name)); \
+#define assert_arg_error(call, name)                                                               \
+    do {                                                                                           \
+        kk_assert_status((call), KK_ERR_INVALID_ARGUMENT);                                         \
+        assert_string_equal(kk_last_error()->argument, (name));                                    \
     } while (0)
 
 /* ---- layouts ---- */

@@ -284,7 +284,8 @@ static void registry_rows_are_complete(void **state) {
             assert_int_equal(kk_op_param_index(op, op->params[k].name), k);
         }
         unsigned mask = 0;
-        for (int b = 0; b < KK_BACKEND_COUNT; b++) mask |= kk__op_slot(op, (kk_backend_kind)b).run ? 1u << b : 0;
+        for (int b = 0; b < KK_BACKEND_COUNT; b++)
+            mask |= kk__op_slot(op, (kk_backend_kind)b).run ? 1u << b : 0;
         assert_int_equal(kk_op_backends(op), mask);
         /* Defaults are valid; the tensors list inputs first, then outputs, and
          * every output has a tolerance row; the reference runs (ASan watches)
@@ -309,8 +310,8 @@ static void registry_rows_are_complete(void **state) {
             raw[k] = calloc(kk_dtype_bytes(t[k].dtype, (size_t)t[k].numel) + 1, 1);
         kk_assert_ok(kk_case_fill_inputs(&p, 1, KK_DIST_FULL, raw));
         for (int k = 0; k < n - outputs; k++) {
-            kk_assert_ok(kk_convert_host(raw[k], t[k].dtype, bufs[k], KK_DTYPE_F64,
-                                         (size_t)t[k].numel));
+            kk_assert_ok(
+                kk_convert_host(raw[k], t[k].dtype, bufs[k], KK_DTYPE_F64, (size_t)t[k].numel));
             free(raw[k]);
         }
         kk_assert_ok(kk_op_reference(&p, (const double *const *)bufs, bufs + n - outputs));

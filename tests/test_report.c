@@ -97,7 +97,8 @@ static void anchor_convention(void **state) {
 
 static void markdown_summary_tables_anchors(void **state) {
     (void)state;
-    kk_bench_results *docs[2] = {read_doc(FIXTURE("base.json")), read_doc(FIXTURE("base_h100.json"))};
+    kk_bench_results *docs[2] = {read_doc(FIXTURE("base.json")),
+                                 read_doc(FIXTURE("base_h100.json"))};
     const char *labels[2] = {"base.json", "h100.json"};
     kk_bench_report_options o = {.title = "Nightly | H200", .labels = labels};
     char *md = NULL;
@@ -105,7 +106,8 @@ static void markdown_summary_tables_anchors(void **state) {
     kk_assert_contains(md, "# Nightly \\| H200\n");
     kk_assert_contains(md, "## Executive summary");
     /* one row per file: device, backend, driver, CUDA, 8 benchmarks, 5 anchors */
-    kk_assert_contains(md, "| `base.json` | **NVIDIA H200** | cuda:0 | 580.159.04 | 13.0 | 8 | 5 |");
+    kk_assert_contains(md,
+                       "| `base.json` | **NVIDIA H200** | cuda:0 | 580.159.04 | 13.0 | 8 | 5 |");
     kk_assert_contains(md, "| `h100.json` | **NVIDIA H100 80GB HBM3** | cuda:0 | 570.86.15 |");
     kk_assert_contains(md, "(8) |");
     kk_assert_contains(md, "bf16 801 TFLOP/s, fp8 1317 TFLOP/s, fp32 60.0 TFLOP/s, copy 4100 GB/s");
@@ -115,10 +117,13 @@ static void markdown_summary_tables_anchors(void **state) {
     kk_assert_contains(md, "| benchmark | params | dtype | median | 95% CI | TFLOP/s | GB/s | "
                            "share of ceilings | vs anchors | n |");
     /* gemm 4096 runs at 700 of 801 TFLOP/s; cuBLAS's anchor at 760 */
-    kk_assert_contains(md, "| `" FX_FASTER "` | `M=4096 N=4096 K=4096` | bf16 | 196.5 \xc2\xb5s | ");
-    kk_assert_contains(md, "| 699 | 512 | 87.3% bf16, 11.9% read | 0.921\xc3\x97 vs `cublas` | 50 |");
+    kk_assert_contains(md,
+                       "| `" FX_FASTER "` | `M=4096 N=4096 K=4096` | bf16 | 196.5 \xc2\xb5s | ");
+    kk_assert_contains(md,
+                       "| 699 | 512 | 87.3% bf16, 11.9% read | 0.921\xc3\x97 vs `cublas` | 50 |");
     /* attention S=2048 at 450 TFLOP/s: flash 340, cuDNN 628 */
-    kk_assert_contains(md, "1.32\xc3\x97 vs `torch_sdpa_flash`, 0.716\xc3\x97 vs `torch_sdpa_cudnn`");
+    kk_assert_contains(md,
+                       "1.32\xc3\x97 vs `torch_sdpa_flash`, 0.716\xc3\x97 vs `torch_sdpa_cudnn`");
     kk_assert_contains(md, "| anchor `torch_sdpa_flash` |");
     kk_assert_contains(md, "| anchor `cublas` |"); /* found by its name alone */
     /* the implementation parameter is not shown among the params */
@@ -187,7 +192,8 @@ static void html_structure(void **state) {
     assert_int_equal(count(html, "class=\"roof\""), 4);
     /* every benchmark is a point in the roofline and in its op's chart, each with a tooltip */
     assert_int_equal(count(html, "<g class=\"pt\">"), 2 * (int)doc->count);
-    kk_assert_contains(html, "<title>" FX_FASTER " (kernelkit bf16)\nmedian 196.5 \xc2\xb5s, 699 TFLOP/s");
+    kk_assert_contains(html, "<title>" FX_FASTER
+                             " (kernelkit bf16)\nmedian 196.5 \xc2\xb5s, 699 TFLOP/s");
     assert_true(count(html, "<polyline") >= 3); /* KernelKit gemm, attention, the flash anchor */
     kk_assert_contains(html, "<td class=\"num\">699</td>");
     kk_assert_contains(html, "<b>0.921\xc3\x97</b> vs <code>cublas</code>");

@@ -102,16 +102,25 @@ static kk_bench_results *build(void) {
     kk_bench_results *r;
     kk_assert_ok(kk_bench_results_create(&env, &r));
     kk_bench_environment_free(&env);
-    kk_bench_ceilings c = {.copy_gbs = 3000.5, .read_gbs = 3300, .bf16_tflops = 800,
-                           .fp8_tflops = 1500, .fp32_tflops = 0};
+    kk_bench_ceilings c = {.copy_gbs = 3000.5,
+                           .read_gbs = 3300,
+                           .bf16_tflops = 800,
+                           .fp8_tflops = 1500,
+                           .fp32_tflops = 0};
     kk_assert_ok(kk_bench_results_set_ceilings(r, &c));
 
     kk_bench_param p[3] = {{.name = "M", .kind = KK_BENCH_PARAM_NUMBER, .number = 4096},
                            {.name = "causal", .kind = KK_BENCH_PARAM_BOOL, .boolean = 1},
                            {.name = "act", .kind = KK_BENCH_PARAM_STRING, .string = "gelu"}};
-    kk_bench_spec s = {.name = "gemm/M=4096", .op = "gemm", .dtype = "bf16", .params = p,
-                       .nparams = 3, .flops = 2.0 * 4096 * 4096 * 4096, .bytes = 3.0 * 2 * 4096 * 4096,
-                       .threshold = 0.05, .resamples = 1000};
+    kk_bench_spec s = {.name = "gemm/M=4096",
+                       .op = "gemm",
+                       .dtype = "bf16",
+                       .params = p,
+                       .nparams = 3,
+                       .flops = 2.0 * 4096 * 4096 * 4096,
+                       .bytes = 3.0 * 2 * 4096 * 4096,
+                       .threshold = 0.05,
+                       .resamples = 1000};
     kk_bench_measurement m;
     fake_measurement(&m, 37, 1e-3);
     m.cold = 1; /* read-flushed: the mode must survive the round trip */
@@ -329,12 +338,16 @@ static void read_mutated(const char *good, const mutation *mu) {
                  kk_status_name(st), kk_last_error_message());
     assert_null(r);
     if (mu->argument && strcmp(kk_last_error()->argument, mu->argument) != 0)
-        fail_msg("%s: argument \"%s\", expected \"%s\" (%s)", mu->path,
-                 kk_last_error()->argument, mu->argument, kk_last_error_message());
+        fail_msg("%s: argument \"%s\", expected \"%s\" (%s)", mu->path, kk_last_error()->argument,
+                 mu->argument, kk_last_error_message());
     free(text);
 }
 
-#define LONG300 "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\""
+#define LONG300                                                                                    \
+    "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxx\""
 
 static void hostile_documents_are_refused(void **state) {
     (void)state;
@@ -435,10 +448,19 @@ static void expect_io(const char *text, size_t len) {
 static void malformed_text_is_refused(void **state) {
     (void)state;
     static const char *const texts[] = {
-        "", "   ", "{", "[]", "null", "\"kernelkit.bench/1\"", "{\"schema\": \"kernelkit.bench/1\"}",
-        "{\"schema\": \"kernelkit.bench/1\", \"environment\": {}}", "{} trailing", "{\"a\": NaN}",
+        "",
+        "   ",
+        "{",
+        "[]",
+        "null",
+        "\"kernelkit.bench/1\"",
+        "{\"schema\": \"kernelkit.bench/1\"}",
+        "{\"schema\": \"kernelkit.bench/1\", \"environment\": {}}",
+        "{} trailing",
+        "{\"a\": NaN}",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) expect_io(texts[i], strlen(texts[i]));
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        expect_io(texts[i], strlen(texts[i]));
     /* nesting far deeper than any parser stack should take */
     size_t deep = 200000;
     char *d = malloc(deep);

@@ -54,8 +54,8 @@ static const double D1[] = {12.1, 11.8, 12.5, 13.0, 11.9, 12.2, 12.2, 14.1, 12.0
 static const double D2[] = {3.0, 1.0, 4.0, 1.5, 9.0, 2.6, 5.3};
 static const double D5[] = {50.01, 51.52, 48.65, 45.74, 47.78, 45.28,
                             50.3,  57.17, 47.6,  46.99, 52.51};
-static const double M3_X[] = {95.0,  100.0, 102.0, 100.0, 103.0, 109.0, 96.0,  103.0, 95.0,
-                              101.0, 98.0,  104.0, 97.0,  102.0, 96.0,  94.0,  101.0, 105.0,
+static const double M3_X[] = {95.0,  100.0, 102.0, 100.0, 103.0, 109.0, 96.0, 103.0, 95.0,
+                              101.0, 98.0,  104.0, 97.0,  102.0, 96.0,  94.0, 101.0, 105.0,
                               102.0, 97.0,  101.0, 102.0, 104.0, 97.0,  102.0};
 static const double M3_Y[] = {103.0, 102.0, 102.0, 100.0, 100.0, 106.0, 103.0, 101.0, 95.0,
                               99.0,  100.0, 98.0,  98.0,  104.0, 101.0, 97.0,  98.0,  101.0,
@@ -77,12 +77,12 @@ static void summary_matches_numpy(void **state) {
     kk_stats_summary s;
     kk_assert_ok(kk_stats_summarize(D1, N_OF(D1), 1, 0, &s));
     assert_int_equal(s.n, 10);
-    assert_close(s.min, 11.7, 0, "min");  /* a.min() */
-    assert_close(s.max, 14.1, 0, "max");  /* a.max() */
-    assert_close(s.mean, 12.35, 1e-14, "mean");                       /* np.mean(a) */
-    assert_close(s.stdev, 0.7199537022151724, 1e-13, "stdev");        /* np.std(a, ddof=1) */
-    assert_close(s.cv, 0.058295846333212345, 1e-13, "cv");            /* std(ddof=1)/mean */
-    assert_close(s.median, 12.149999999999999, 1e-15, "median");      /* np.median(a) */
+    assert_close(s.min, 11.7, 0, "min");                         /* a.min() */
+    assert_close(s.max, 14.1, 0, "max");                         /* a.max() */
+    assert_close(s.mean, 12.35, 1e-14, "mean");                  /* np.mean(a) */
+    assert_close(s.stdev, 0.7199537022151724, 1e-13, "stdev");   /* np.std(a, ddof=1) */
+    assert_close(s.cv, 0.058295846333212345, 1e-13, "cv");       /* std(ddof=1)/mean */
+    assert_close(s.median, 12.149999999999999, 1e-15, "median"); /* np.median(a) */
     /* np.percentile(a, 95, method="linear"), np.percentile(a, 99, method="linear") */
     assert_close(s.p95, 13.604999999999999, 1e-15, "p95");
     assert_close(s.p99, 14.001, 1e-15, "p99");
@@ -123,8 +123,8 @@ static void quantiles_are_numpy_linear(void **state) {
     (void)state;
     static const double qs[] = {0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0};
     /* np.quantile(np.sort(a), q, method="linear") */
-    static const double d1_want[] = {11.7,  11.790000000000001, 11.925, 12.149999999999999,
-                                     12.425, 13.11, 14.1};
+    static const double d1_want[] = {
+        11.7, 11.790000000000001, 11.925, 12.149999999999999, 12.425, 13.11, 14.1};
     static const double d2_want[] = {1.0, 1.3, 2.05, 3.0, 4.65, 6.780000000000001, 9.0};
     double s1[N_OF(D1)], s2[N_OF(D2)];
     memcpy(s1, D1, sizeof D1);
@@ -132,11 +132,15 @@ static void quantiles_are_numpy_linear(void **state) {
     /* sort by insertion: small arrays */
     for (size_t i = 1; i < N_OF(s1); i++)
         for (size_t j = i; j > 0 && s1[j] < s1[j - 1]; j--) {
-            double t = s1[j]; s1[j] = s1[j - 1]; s1[j - 1] = t;
+            double t = s1[j];
+            s1[j] = s1[j - 1];
+            s1[j - 1] = t;
         }
     for (size_t i = 1; i < N_OF(s2); i++)
         for (size_t j = i; j > 0 && s2[j] < s2[j - 1]; j--) {
-            double t = s2[j]; s2[j] = s2[j - 1]; s2[j - 1] = t;
+            double t = s2[j];
+            s2[j] = s2[j - 1];
+            s2[j - 1] = t;
         }
     for (size_t k = 0; k < N_OF(qs); k++) {
         double v;
@@ -206,7 +210,9 @@ static void bootstrap_is_deterministic_and_seeded(void **state) {
     assert_true(rse == a.median_rse);
     /* the order of the input does not matter (it is sorted first) */
     for (int i = 0; i < N / 2; i++) {
-        double t = x[i]; x[i] = x[N - 1 - i]; x[N - 1 - i] = t;
+        double t = x[i];
+        x[i] = x[N - 1 - i];
+        x[N - 1 - i] = t;
     }
     kk_assert_ok(kk_stats_summarize(x, N, 5, 0, &b));
     assert_memory_equal(&a, &b, sizeof a);
@@ -392,19 +398,19 @@ static void verdict_rules_table(void **state) {
         double lo, hi, p;
         kk_verdict want;
     } rows[] = {
-        {1.05, 1.10, 0.001, KK_VERDICT_SLOWER},   /* whole CI above 1.03, significant */
-        {1.05, 1.10, 0.20, KK_VERDICT_AMBIGUOUS}, /* above, but the test disagrees */
+        {1.05, 1.10, 0.001, KK_VERDICT_SLOWER},    /* whole CI above 1.03, significant */
+        {1.05, 1.10, 0.20, KK_VERDICT_AMBIGUOUS},  /* above, but the test disagrees */
         {1.03, 1.10, 0.001, KK_VERDICT_AMBIGUOUS}, /* touches the bound: not wholly above */
-        {0.90, 0.95, 0.001, KK_VERDICT_FASTER},   /* whole CI below 1/1.03 */
+        {0.90, 0.95, 0.001, KK_VERDICT_FASTER},    /* whole CI below 1/1.03 */
         {0.90, 0.95, 0.06, KK_VERDICT_AMBIGUOUS},
         {0.90, 0.971, 0.001, KK_VERDICT_AMBIGUOUS}, /* 0.971 > 1/1.03 = 0.97087 */
-        {0.96, 0.969, 0.001, KK_VERDICT_FASTER},  /* below 1/1.03 though above 0.97 = 1-3% */
-        {0.99, 1.02, 0.001, KK_VERDICT_SAME},     /* significant but small: SAME */
+        {0.96, 0.969, 0.001, KK_VERDICT_FASTER},    /* below 1/1.03 though above 0.97 = 1-3% */
+        {0.99, 1.02, 0.001, KK_VERDICT_SAME},       /* significant but small: SAME */
         {0.99, 1.02, 0.80, KK_VERDICT_SAME},
-        {1.0 / 1.03, 1.03, 0.5, KK_VERDICT_SAME}, /* bounds are inclusive for SAME */
+        {1.0 / 1.03, 1.03, 0.5, KK_VERDICT_SAME},  /* bounds are inclusive for SAME */
         {1.00, 1.05, 0.001, KK_VERDICT_AMBIGUOUS}, /* straddles 1.03 */
-        {0.95, 1.01, 0.30, KK_VERDICT_AMBIGUOUS}, /* straddles 1/1.03 */
-        {0.90, 1.10, 0.90, KK_VERDICT_AMBIGUOUS}, /* straddles both */
+        {0.95, 1.01, 0.30, KK_VERDICT_AMBIGUOUS},  /* straddles 1/1.03 */
+        {0.90, 1.10, 0.90, KK_VERDICT_AMBIGUOUS},  /* straddles both */
         {NAN, 1.0, 0.001, KK_VERDICT_AMBIGUOUS},
         {1.05, 1.10, NAN, KK_VERDICT_AMBIGUOUS},
     };
@@ -570,18 +576,16 @@ static void bad_arguments_are_named(void **state) {
     assert_error(kk_stats_summarize(x, 5, 1, 0, &s), "kk_stats_summarize", "x[3]", "inf");
     assert_error(kk_stats_summarize(NULL, 5, 1, 0, &s), "kk_stats_summarize", "x", "NULL");
     assert_error(kk_stats_summarize(ok, 0, 1, 0, &s), "kk_stats_summarize", "length of x", "0");
-    assert_error(kk_stats_summarize(ok, 5, 1, 500, &s), "kk_stats_summarize", "resamples",
-                 "500");
+    assert_error(kk_stats_summarize(ok, 5, 1, 500, &s), "kk_stats_summarize", "resamples", "500");
     assert_error(kk_stats_summarize(ok, 5, 1, -1, &s), "kk_stats_summarize", "resamples", "-1");
-    assert_error(kk_stats_summarize(ok, 5, 1, KK_STATS_MAX_RESAMPLES + 1, &s),
-                 "kk_stats_summarize", "resamples", NULL);
+    assert_error(kk_stats_summarize(ok, 5, 1, KK_STATS_MAX_RESAMPLES + 1, &s), "kk_stats_summarize",
+                 "resamples", NULL);
     assert_error(kk_stats_summarize(ok, 5, 1, 0, NULL), "kk_stats_summarize", "out", "NULL");
     assert_memory_equal(&s, &untouched, sizeof s);
 
     double rse = -1.0;
     kk_assert_ok(kk_stats_median_rse(ok, 5, 1, KK_STATS_RSE_MIN_RESAMPLES, &rse));
-    assert_error(kk_stats_median_rse(ok, 5, 1, 99, &rse), "kk_stats_median_rse", "resamples",
-                 "99");
+    assert_error(kk_stats_median_rse(ok, 5, 1, 99, &rse), "kk_stats_median_rse", "resamples", "99");
     assert_error(kk_stats_median_rse(ok, 5, 1, 0, NULL), "kk_stats_median_rse", "rse", "NULL");
 
     kk_compare_result r, r0;

@@ -12,10 +12,10 @@
 #include "kernelkit/memory.h"
 #include "kernelkit/tensor.h"
 
-#define assert_arg_error(call, name)                            \
-    do {                                                        \
-        kk_assert_status((call), KK_ERR_INVALID_ARGUMENT);      \
-        assert_string_equal(kk_last_error()->argument, (name)); \
+#define assert_arg_error(call, name)                                                               \
+    do {                                                                                           \
+        kk_assert_status((call), KK_ERR_INVALID_ARGUMENT);                                         \
+        assert_string_equal(kk_last_error()->argument, (name));                                    \
     } while (0)
 
 static int refs(const kk_tensor *t) { return atomic_load(&t->storage->refs); }

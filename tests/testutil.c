@@ -41,8 +41,7 @@ int kk_test_run(const char *cmd, char *buf, size_t size) {
     }
     if (size) buf[used] = 0;
     char drain[512];
-    while (fread(drain, 1, sizeof drain, p) > 0) {
-    }
+    while (fread(drain, 1, sizeof drain, p) > 0) {}
     int rc = pclose(p);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }

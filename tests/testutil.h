@@ -15,24 +15,22 @@
 #define KK_TEST_SKIP 77
 
 /* Assert a call returned `expected`, printing the last error when it did not. */
-#define kk_assert_status(call, expected)                                              \
-    do {                                                                              \
-        kk_status kk__got = (call);                                                   \
-        if (kk__got != (expected))                                                    \
-            fail_msg("%s returned %s, expected %s; last error: %s", #call,            \
-                     kk_status_name(kk__got), kk_status_name(expected),               \
-                     kk_last_error_message());                                        \
+#define kk_assert_status(call, expected)                                                           \
+    do {                                                                                           \
+        kk_status kk__got = (call);                                                                \
+        if (kk__got != (expected))                                                                 \
+            fail_msg("%s returned %s, expected %s; last error: %s", #call,                         \
+                     kk_status_name(kk__got), kk_status_name(expected), kk_last_error_message());  \
     } while (0)
 
 #define kk_assert_ok(call) kk_assert_status((call), KK_OK)
 
 /* Assert `haystack` contains `needle`. */
-#define kk_assert_contains(haystack, needle)                                          \
-    do {                                                                              \
-        const char *kk__h = (haystack), *kk__n = (needle);                            \
-        if (!kk__h || !strstr(kk__h, kk__n))                                          \
-            fail_msg("expected \"%s\" to contain \"%s\"", kk__h ? kk__h : "(null)",   \
-                     kk__n);                                                          \
+#define kk_assert_contains(haystack, needle)                                                       \
+    do {                                                                                           \
+        const char *kk__h = (haystack), *kk__n = (needle);                                         \
+        if (!kk__h || !strstr(kk__h, kk__n))                                                       \
+            fail_msg("expected \"%s\" to contain \"%s\"", kk__h ? kk__h : "(null)", kk__n);        \
     } while (0)
 
 /* For tests labelled gpu: returns non-zero (and prints why) when no usable

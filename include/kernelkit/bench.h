@@ -41,7 +41,7 @@ extern "C" {
  * returned by kk_bench_measure (record the detail with kk_last_error first). */
 typedef kk_status (*kk_bench_fn)(void *ctx, kk_stream stream);
 
-#define KK_BENCH_MAX_BATCH 10000          /* runs per sample at most */
+#define KK_BENCH_MAX_BATCH 10000            /* runs per sample at most */
 #define KK_BENCH_MAX_SAMPLES_LIMIT 10000000 /* largest max_samples accepted */
 
 /* How a cold sample empties the caches (docs/harness-results.md, "L2 flush").
@@ -62,35 +62,35 @@ KK_API const char *kk_bench_flush_name(kk_bench_flush mode);
 KK_API kk_status kk_bench_flush_parse(const char *name, kk_bench_flush *out);
 
 typedef struct kk_bench_options {
-    double rse_target;    /* stop when the median's bootstrap RSE is under this; 0.005;
+    double rse_target;        /* stop when the median's bootstrap RSE is under this; 0.005;
                            * 0 = never stop on RSE (budget or max_samples ends it) */
-    size_t min_samples;   /* kept samples before the RSE may stop it; 10 */
-    size_t max_samples;   /* stop after this many kept samples; 100000 */
-    double min_time_s;    /* sampled (timed) seconds before the RSE may stop it; 0.5 */
-    double time_budget_s; /* wall seconds for the whole measurement, warm-up included; 15 */
-    size_t warmup_runs;   /* at least this many untimed-for-results runs first; 3 (>= 1) */
-    double warmup_time_s; /* ...and at least this long; 0.05 */
-    size_t batch;         /* runs per sample: 0 = auto (below), N >= 1 = always N */
+    size_t min_samples;       /* kept samples before the RSE may stop it; 10 */
+    size_t max_samples;       /* stop after this many kept samples; 100000 */
+    double min_time_s;        /* sampled (timed) seconds before the RSE may stop it; 0.5 */
+    double time_budget_s;     /* wall seconds for the whole measurement, warm-up included; 15 */
+    size_t warmup_runs;       /* at least this many untimed-for-results runs first; 3 (>= 1) */
+    double warmup_time_s;     /* ...and at least this long; 0.05 */
+    size_t batch;             /* runs per sample: 0 = auto (below), N >= 1 = always N */
     double batch_threshold_s; /* auto: batch when one run takes less; 20e-6 (0 = never) */
     double batch_target_s;    /* auto: N so that one sample takes at least this; 200e-6 */
-    int cold;             /* flush caches before every sample: -1 = auto (GPU yes unless
+    int cold;                 /* flush caches before every sample: -1 = auto (GPU yes unless
                            * batched, CPU no), 0 = no, 1 = yes (then batch must be 0 or 1,
                            * and auto batching is off) */
-    uint64_t flush_bytes; /* bytes of the flush buffer; 0 = auto (GPU: its L2 size with
+    uint64_t flush_bytes;     /* bytes of the flush buffer; 0 = auto (GPU: its L2 size with
                            * KK_BENCH_FLUSH_WRITE, 2x its L2 size with KK_BENCH_FLUSH_READ;
                            * CPU: 2x the last-level cache, at most 256 MiB, 32 MiB
                            * if unknown) */
-    int flush_mode;       /* how a cold sample flushes (a kk_bench_flush):
+    int flush_mode;           /* how a cold sample flushes (a kk_bench_flush):
                            * KK_BENCH_FLUSH_WRITE (0, the default) or KK_BENCH_FLUSH_READ */
     double throttle_fraction; /* GPU: drop samples whose SM clock reads under this
                                * share of its maximum; 0.75; 0 = never drop */
-    int pin_cpu;          /* pin the calling thread to this CPU while measuring; -1 = no */
-    size_t check_every;   /* RSE checked every max(check_every, n/8) samples; 10 */
-    int rse_resamples;    /* bootstrap resamples of the RSE check; 0 = KK_STATS_RSE_RESAMPLES */
-    uint64_t seed;        /* of the RSE check; KK_STATS_DEFAULT_SEED */
-    int blocking_kernel;  /* GPU: hold the stream with a spinning kernel while the work is
+    int pin_cpu;              /* pin the calling thread to this CPU while measuring; -1 = no */
+    size_t check_every;       /* RSE checked every max(check_every, n/8) samples; 10 */
+    int rse_resamples;        /* bootstrap resamples of the RSE check; 0 = KK_STATS_RSE_RESAMPLES */
+    uint64_t seed;            /* of the RSE check; KK_STATS_DEFAULT_SEED */
+    int blocking_kernel;      /* GPU: hold the stream with a spinning kernel while the work is
                            * enqueued, so launch overhead is not timed; 1 */
-    kk_stream stream;     /* GPU: stream to run on; NULL = a new non-blocking stream */
+    kk_stream stream;         /* GPU: stream to run on; NULL = a new non-blocking stream */
 } kk_bench_options;
 
 KK_API void kk_bench_options_default(kk_bench_options *o);
@@ -112,17 +112,17 @@ KK_API const char *kk_bench_stop_name(kk_bench_stop stop);
 KK_API kk_status kk_bench_stop_parse(const char *name, kk_bench_stop *out);
 
 typedef struct kk_bench_measurement {
-    char device[32];          /* "cpu", "cuda:0" */
-    double *samples;          /* seconds per run, in the order taken (owned) */
-    size_t n;                 /* samples kept */
-    size_t warmup_runs;       /* runs done before sampling (batch warm-up included) */
-    size_t dropped_throttle;  /* samples dropped because the SM clock read low */
-    size_t batch;             /* runs per sample (1, or N of a graph/loop batch) */
-    int cold;                 /* 1: caches flushed before every sample */
-    uint64_t flush_bytes;     /* bytes of the flush buffer (0 when hot) */
-    int flush_mode;           /* kk_bench_flush of the flushes (options.flush_mode);
+    char device[32];         /* "cpu", "cuda:0" */
+    double *samples;         /* seconds per run, in the order taken (owned) */
+    size_t n;                /* samples kept */
+    size_t warmup_runs;      /* runs done before sampling (batch warm-up included) */
+    size_t dropped_throttle; /* samples dropped because the SM clock read low */
+    size_t batch;            /* runs per sample (1, or N of a graph/loop batch) */
+    int cold;                /* 1: caches flushed before every sample */
+    uint64_t flush_bytes;    /* bytes of the flush buffer (0 when hot) */
+    int flush_mode;          /* kk_bench_flush of the flushes (options.flush_mode);
                                * it says how the flush was done only when cold */
-    int blocking_kernel;      /* GPU: 1 when the stream was held while enqueuing */
+    int blocking_kernel;     /* GPU: 1 when the stream was held while enqueuing */
     kk_bench_stop stop;
     double final_rse;         /* bootstrap RSE of the median of the kept samples */
     double sampled_time_s;    /* timed seconds of the kept samples (sample * batch) */
@@ -133,7 +133,7 @@ typedef struct kk_bench_measurement {
     int sm_clock_min_mhz;     /* lowest SM clock read after a kept sample; 0 = none */
     double sm_clock_mean_mhz; /* their mean; 0 = none */
     kk_gpu_telemetry telemetry_start, telemetry_end; /* available = 0 on the CPU */
-    kk_bench_options options; /* as used (stream NULL) */
+    kk_bench_options options;                        /* as used (stream NULL) */
 } kk_bench_measurement;
 
 /* Time `fn` on `device` ("cpu", "cuda", "cuda:N") under `opt` (NULL = defaults)
@@ -161,10 +161,10 @@ typedef struct kk_bench_switch {
 
 typedef struct kk_bench_environment {
     /* the device */
-    char device[32];          /* "cpu", "cuda:0" */
+    char device[32]; /* "cpu", "cuda:0" */
     int device_index;
-    char device_name[256];    /* "NVIDIA H100 80GB HBM3", or the CPU model */
-    int cc_major, cc_minor;   /* 0 on the CPU */
+    char device_name[256];  /* "NVIDIA H100 80GB HBM3", or the CPU model */
+    int cc_major, cc_minor; /* 0 on the CPU */
     int sm_count;
     uint64_t l2_bytes, mem_total_bytes;
     int sm_clock_max_mhz, mem_clock_max_mhz;
@@ -174,25 +174,24 @@ typedef struct kk_bench_environment {
     int cuda_driver_version;  /* CUDA version the driver supports; 0 when none */
     /* the host */
     char cpu_model[256];
-    char cpu_governor[64];    /* scaling_governor of cpu0, "unknown" when unreadable */
+    char cpu_governor[64]; /* scaling_governor of cpu0, "unknown" when unreadable */
     char hostname[256];
-    char os[512];             /* uname: "Linux 6.8.0-45-generic #45 SMP ... x86_64" */
+    char os[512]; /* uname: "Linux 6.8.0-45-generic #45 SMP ... x86_64" */
     /* the build */
     char kk_version[32];
     char git_commit[64];
-    char build_cuda[32];      /* CUDA toolkit of the build; "" without CUDA */
+    char build_cuda[32]; /* CUDA toolkit of the build; "" without CUDA */
     /* the run */
-    char timestamp_utc[32];   /* "2025-06-01T12:34:56Z" */
+    char timestamp_utc[32]; /* "2025-06-01T12:34:56Z" */
     int argc;
-    char **argv;              /* owned copies */
+    char **argv; /* owned copies */
     int nswitches;
     kk_bench_switch switches[KK_BENCH_MAX_SWITCHES];
 } kk_bench_environment;
 
 /* Capture everything above for `device`. argv may be NULL when argc is 0;
  * switches may be NULL when nswitches is 0. Free with kk_bench_environment_free. */
-KK_API kk_status kk_bench_environment_capture(const char *device, int argc,
-                                              const char *const *argv,
+KK_API kk_status kk_bench_environment_capture(const char *device, int argc, const char *const *argv,
                                               const kk_bench_switch *switches, int nswitches,
                                               kk_bench_environment *out);
 
@@ -230,16 +229,16 @@ typedef struct kk_bench_param {
 
 /* What the caller says about one benchmark. */
 typedef struct kk_bench_spec {
-    const char *name;   /* unique in the document, non-empty: "gemm/M=4096,N=4096,K=4096" */
-    const char *op;     /* "gemm"; may be "" */
-    const char *dtype;  /* "bf16"; may be "" */
+    const char *name;  /* unique in the document, non-empty: "gemm/M=4096,N=4096,K=4096" */
+    const char *op;    /* "gemm"; may be "" */
+    const char *dtype; /* "bf16"; may be "" */
     const kk_bench_param *params;
     int nparams;
-    double flops;       /* per run; 0 = unknown */
-    double bytes;       /* per run; 0 = unknown */
-    double threshold;   /* relative threshold for compare; 0 = compare's default */
-    int resamples;      /* of the summary's bootstrap; 0 = KK_STATS_DEFAULT_RESAMPLES */
-    uint64_t seed;      /* of the summary's bootstrap; 0 = KK_STATS_DEFAULT_SEED */
+    double flops;     /* per run; 0 = unknown */
+    double bytes;     /* per run; 0 = unknown */
+    double threshold; /* relative threshold for compare; 0 = compare's default */
+    int resamples;    /* of the summary's bootstrap; 0 = KK_STATS_DEFAULT_RESAMPLES */
+    uint64_t seed;    /* of the summary's bootstrap; 0 = KK_STATS_DEFAULT_SEED */
 } kk_bench_spec;
 
 typedef struct kk_bench_entry {
@@ -255,7 +254,7 @@ typedef struct kk_bench_entry {
     double tflops, gbs;       /* flops / median / 1e12, bytes / median / 1e9; 0 if unknown */
     /* Shares of the document's ceilings; -1 when unknown (no ceiling, or no
      * flops/bytes). The TFLOP/s ceiling is chosen by dtype (tflops_ceiling). */
-    char tflops_ceiling[16];  /* "bf16_tflops", "fp8_tflops", "fp32_tflops" or "" */
+    char tflops_ceiling[16]; /* "bf16_tflops", "fp8_tflops", "fp32_tflops" or "" */
     double share_tflops, share_copy_gbs, share_read_gbs;
 } kk_bench_entry;
 
@@ -269,8 +268,7 @@ typedef struct kk_bench_results {
 } kk_bench_results;
 
 /* A new document with a copy of `env`. Free with kk_bench_results_free. */
-KK_API kk_status kk_bench_results_create(const kk_bench_environment *env,
-                                         kk_bench_results **out);
+KK_API kk_status kk_bench_results_create(const kk_bench_environment *env, kk_bench_results **out);
 KK_API void kk_bench_results_free(kk_bench_results *r);
 
 /* Set the ceilings (NULL: none) and recompute every entry's shares. */
@@ -293,8 +291,7 @@ KK_API kk_status kk_bench_results_write_file(const kk_bench_results *r, const ch
  * "kernelkit.bench/1" document (argument = the field path, e.g.
  * "benchmarks[2].samples[7]"), KK_ERR_UNSUPPORTED for another version of the
  * schema, KK_ERR_OUT_OF_MEMORY. */
-KK_API kk_status kk_bench_results_from_json(const char *text, size_t len,
-                                            kk_bench_results **out);
+KK_API kk_status kk_bench_results_from_json(const char *text, size_t len, kk_bench_results **out);
 KK_API kk_status kk_bench_results_read_file(const char *path, kk_bench_results **out);
 
 #ifdef __cplusplus

@@ -45,34 +45,34 @@ KK_API const char *kk_ceiling_name(kk_ceiling_kind kind);
 KK_API const char *kk_ceiling_unit(kk_ceiling_kind kind);
 
 typedef struct kk_ceiling {
-    int available;          /* 1: measured; 0: see reason */
-    char reason[256];       /* why not available ("" when available) */
-    char method[64];        /* "cudaMemcpyAsync", "copy kernel", "cuBLASLt 8192^3", ... */
-    double value;           /* in kk_ceiling_unit: work / median time */
+    int available;    /* 1: measured; 0: see reason */
+    char reason[256]; /* why not available ("" when available) */
+    char method[64];  /* "cudaMemcpyAsync", "copy kernel", "cuBLASLt 8192^3", ... */
+    double value;     /* in kk_ceiling_unit: work / median time */
     double value_ci_low, value_ci_high; /* from the median's 95% bootstrap CI */
-    double median_s;        /* median seconds per run */
+    double median_s;                    /* median seconds per run */
     double median_ci_low_s, median_ci_high_s;
-    double work;            /* bytes or FLOP per run */
-    size_t samples;         /* samples kept */
+    double work;              /* bytes or FLOP per run */
+    size_t samples;           /* samples kept */
     double sm_clock_mean_mhz; /* GPU: mean SM clock over the samples; 0 = unknown */
 } kk_ceiling;
 
 typedef struct kk_calibration {
-    char device[32];          /* "cpu", "cuda:0" */
-    char device_name[256];    /* "NVIDIA H200", the CPU model */
-    char driver_version[64];  /* "" on the CPU or when unknown */
-    int sm_clock_mhz;         /* GPU clocks read at the end of the run; 0 = unknown */
+    char device[32];         /* "cpu", "cuda:0" */
+    char device_name[256];   /* "NVIDIA H200", the CPU model */
+    char driver_version[64]; /* "" on the CPU or when unknown */
+    int sm_clock_mhz;        /* GPU clocks read at the end of the run; 0 = unknown */
     int sm_clock_max_mhz;
     int mem_clock_mhz;
-    char timestamp_utc[32];   /* "2026-11-22T12:34:56Z" */
+    char timestamp_utc[32]; /* "2026-11-22T12:34:56Z" */
     char kk_version[32];
-    int quick;                /* 1: measured with --quick */
+    int quick; /* 1: measured with --quick */
     kk_ceiling ceilings[KK_CEILING_COUNT];
 } kk_calibration;
 
 typedef struct kk_calibrate_options {
-    int quick;              /* smaller buffers, shorter budgets, looser RSE; 0 */
-    double time_budget_s;   /* per ceiling; 0 = 6 s (quick: 1 s) */
+    int quick;            /* smaller buffers, shorter budgets, looser RSE; 0 */
+    double time_budget_s; /* per ceiling; 0 = 6 s (quick: 1 s) */
 } kk_calibrate_options;
 
 KK_API void kk_calibrate_options_default(kk_calibrate_options *o);

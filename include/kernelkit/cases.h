@@ -228,7 +228,6 @@ KK_API kk_status kk_run_kernel_host(const kk_op_params *p, const char *device,
  * write each output rounded to its dtype (kk_convert_host). */
 KK_API kk_status kk_run_reference_host(const kk_op_params *p, void *const *buffers);
 
-
 /* ---- a run of many cases ---- */
 
 typedef struct kk_check_tally {

@@ -37,11 +37,11 @@ extern "C" {
 #define KK_BENCH_COMPARE_MAX_WARNINGS 8
 
 typedef struct kk_bench_compare_options {
-    double threshold;  /* default relative threshold; 0.03; 0 .. 1 */
-    double alpha;      /* significance level of the U test; 0.05; in (0, 1) */
-    double confidence; /* level of the ratio interval; 0.95; in [0.5, 1) */
-    int resamples;     /* bootstrap resamples; 0 = KK_STATS_DEFAULT_RESAMPLES */
-    uint64_t seed;     /* bootstrap seed; KK_STATS_DEFAULT_SEED */
+    double threshold;                   /* default relative threshold; 0.03; 0 .. 1 */
+    double alpha;                       /* significance level of the U test; 0.05; in (0, 1) */
+    double confidence;                  /* level of the ratio interval; 0.95; in [0.5, 1) */
+    int resamples;                      /* bootstrap resamples; 0 = KK_STATS_DEFAULT_RESAMPLES */
+    uint64_t seed;                      /* bootstrap seed; KK_STATS_DEFAULT_SEED */
     const char *base_label, *new_label; /* shown in the output (file names); may be NULL */
 } kk_bench_compare_options;
 
@@ -60,7 +60,7 @@ typedef struct kk_bench_compare_row {
     char dtype[16];
     double threshold; /* the one the verdict used */
     kk_bench_threshold_source threshold_source;
-    int compared;     /* 0: the samples could not be compared (see note); verdict AMBIGUOUS */
+    int compared;        /* 0: the samples could not be compared (see note); verdict AMBIGUOUS */
     kk_compare_result r; /* kk_stats_compare(base samples, new samples) */
     /* Why this row deserves care: "SM clock 1980 vs 1650 MHz", "cold vs hot
      * samples", or why it was not compared; "" when none. */
@@ -71,11 +71,11 @@ typedef struct kk_bench_comparison {
     kk_bench_compare_options options; /* as used; labels point into this struct */
     char base_label[256], new_label[256];
     size_t nrows;
-    kk_bench_compare_row *rows;       /* in the base document's order */
+    kk_bench_compare_row *rows; /* in the base document's order */
     size_t n_only_base, n_only_new;
-    char (*only_base)[256];           /* names only in base, in its order */
-    char (*only_new)[256];            /* names only in new, in its order */
-    size_t count[4];                  /* rows per kk_verdict */
+    char (*only_base)[256]; /* names only in base, in its order */
+    char (*only_new)[256];  /* names only in new, in its order */
+    size_t count[4];        /* rows per kk_verdict */
     int nwarnings;
     char warnings[KK_BENCH_COMPARE_MAX_WARNINGS][320];
     /* One line about each document: device, driver, time, commit. */
@@ -87,8 +87,7 @@ typedef struct kk_bench_comparison {
  * of range), KK_ERR_OUT_OF_MEMORY. A pair whose samples kk_stats_compare
  * refuses (a time of 0) is a row with compared = 0, not an error. */
 KK_API kk_status kk_bench_compare(const kk_bench_results *base, const kk_bench_results *cand,
-                                  const kk_bench_compare_options *opt,
-                                  kk_bench_comparison **out);
+                                  const kk_bench_compare_options *opt, kk_bench_comparison **out);
 
 KK_API void kk_bench_comparison_free(kk_bench_comparison *c);
 
@@ -102,8 +101,7 @@ KK_API size_t kk_bench_comparison_slower(const kk_bench_comparison *c);
 KK_API kk_status kk_bench_comparison_markdown(const kk_bench_comparison *c, char **text);
 
 /* The one-line summary alone (the markdown's last line, without newline). */
-KK_API kk_status kk_bench_comparison_summary(const kk_bench_comparison *c, char *buf,
-                                             size_t size);
+KK_API kk_status kk_bench_comparison_summary(const kk_bench_comparison *c, char *buf, size_t size);
 
 /* JSON, schema "kernelkit.compare/1" (docs/harness.md). malloc'd; free(). */
 KK_API kk_status kk_bench_comparison_json(const kk_bench_comparison *c, char **text);

@@ -30,9 +30,9 @@ extern "C" {
 
 /* ---- limits ---- */
 
-#define KK_CONFIG_MAX_KERNEL_OPS 32      /* entries in kernels.ops */
-#define KK_CONFIG_OP_NAME_MAX 32         /* bytes of an op name, NUL included */
-#define KK_CONFIG_MAX_THREADS 4096       /* hardware.cpu.num_threads */
+#define KK_CONFIG_MAX_KERNEL_OPS 32 /* entries in kernels.ops */
+#define KK_CONFIG_OP_NAME_MAX 32    /* bytes of an op name, NUL included */
+#define KK_CONFIG_MAX_THREADS 4096  /* hardware.cpu.num_threads */
 #define KK_CONFIG_SAFETY_MARGIN_MIN 1.0
 #define KK_CONFIG_SAFETY_MARGIN_MAX 10.0
 /* Byte counts stop at 2^53 - 1 so that every value is exact in JSON. */
@@ -108,8 +108,8 @@ typedef struct kk_debug_config {
 } kk_debug_config;
 
 typedef struct kk_config {
-    kk_config_mode mode;      /* last preset applied */
-    kk_opt_level level;       /* last optimization level applied */
+    kk_config_mode mode; /* last preset applied */
+    kk_opt_level level;  /* last optimization level applied */
     kk_hardware_config hardware;
     kk_memory_config memory;
     kk_kernels_config kernels;

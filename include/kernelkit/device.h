@@ -72,9 +72,9 @@ enum {
  * device's backend are zero (GPU fields on the CPU device and vice versa). */
 typedef struct kk_device_info {
     kk_backend_kind backend;
-    int index;            /* device number within its backend */
-    char spec[32];        /* "cpu", "cuda:0" */
-    char name[256];       /* "NVIDIA H200", "AMD EPYC 9654 96-Core Processor" */
+    int index;      /* device number within its backend */
+    char spec[32];  /* "cpu", "cuda:0" */
+    char name[256]; /* "NVIDIA H200", "AMD EPYC 9654 96-Core Processor" */
 
     /* GPU */
     int cc_major, cc_minor; /* compute capability */
@@ -92,8 +92,8 @@ typedef struct kk_device_info {
     char pci_bus_id[32];
 
     /* CPU */
-    int cpu_cores;   /* physical cores */
-    int cpu_threads; /* logical processors this process may run on */
+    int cpu_cores;         /* physical cores */
+    int cpu_threads;       /* logical processors this process may run on */
     unsigned cpu_features; /* KK_CPU_* flags */
     uint64_t host_mem_total_bytes;
     uint64_t host_mem_available_bytes;
@@ -144,18 +144,18 @@ KK_API kk_status kk_device_selftest(const char *spec);
 /* ---- GPU telemetry (NVML, loaded at run time) ---- */
 
 typedef struct kk_gpu_telemetry {
-    int available;                /* 0: NVML absent or failed; see reason */
+    int available; /* 0: NVML absent or failed; see reason */
     char unavailable_reason[192];
     double temperature_c;
-    int sm_clock_mhz;             /* current */
-    int sm_clock_max_mhz;         /* maximum */
+    int sm_clock_mhz;     /* current */
+    int sm_clock_max_mhz; /* maximum */
     int mem_clock_mhz;
     double power_w;
     double power_limit_w;
     int utilization_gpu_pct;
     int utilization_mem_pct;
-    uint64_t throttle_reasons;    /* NVML clocks-event reason bits */
-    char throttle_text[256];      /* "none" or "sw_power_cap,hw_slowdown,..." */
+    uint64_t throttle_reasons; /* NVML clocks-event reason bits */
+    char throttle_text[256];   /* "none" or "sw_power_cap,hw_slowdown,..." */
     char driver_version[64];
 } kk_gpu_telemetry;
 

@@ -66,7 +66,7 @@ KK_API uint8_t kk_f32_to_e4m3(float x);
 KK_API float kk_e4m3_to_f32(uint8_t bits);
 KK_API uint8_t kk_f32_to_e5m2(float x);
 KK_API float kk_e5m2_to_f32(uint8_t bits);
-KK_API uint8_t kk_f32_to_e2m1(float x); /* result in the low 4 bits */
+KK_API uint8_t kk_f32_to_e2m1(float x);    /* result in the low 4 bits */
 KK_API float kk_e2m1_to_f32(uint8_t bits); /* uses the low 4 bits */
 
 /* Convert `count` elements between any two dtypes on the host. The same dtype

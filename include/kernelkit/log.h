@@ -62,8 +62,8 @@ typedef struct kk_log_record {
     const char *message;
     const kk_log_field *fields;
     size_t field_count;
-    double unix_time;  /* seconds since the epoch */
-    const char *line;  /* the record formatted in the current format, no newline */
+    double unix_time; /* seconds since the epoch */
+    const char *line; /* the record formatted in the current format, no newline */
 } kk_log_record;
 
 typedef void (*kk_log_sink_fn)(const kk_log_record *record, void *user_data);
@@ -100,7 +100,7 @@ KK_API kk_status kk_log_level_parse(const char *text, kk_log_level *out);
 
 /* Write one record if enabled. Applications may log through this too. */
 KK_API void kk_log_write(kk_log_level level, const char *logger, const char *message,
-                  const kk_log_field *fields, size_t field_count);
+                         const kk_log_field *fields, size_t field_count);
 
 #ifdef __cplusplus
 }

@@ -37,24 +37,24 @@ typedef void *kk_stream;
 #define KK_MEM_ALIGNMENT 256
 
 typedef struct kk_mem_options {
-    int pool_id;         /* 0 = default pool */
-    kk_stream stream;    /* stream the block will be used on (CUDA) */
+    int pool_id;          /* 0 = default pool */
+    kk_stream stream;     /* stream the block will be used on (CUDA) */
     double safety_margin; /* 0 = the configured one (memory.safety_margin) */
 } kk_mem_options;
 
 typedef struct kk_mem_stats {
-    uint64_t allocated_bytes;      /* handed out and not yet freed (sizes rounded up to 512) */
-    uint64_t reserved_bytes;       /* taken from the device/system, cached included */
-    uint64_t cached_bytes;         /* reserved but not allocated */
+    uint64_t allocated_bytes; /* handed out and not yet freed (sizes rounded up to 512) */
+    uint64_t reserved_bytes;  /* taken from the device/system, cached included */
+    uint64_t cached_bytes;    /* reserved but not allocated */
     uint64_t peak_allocated_bytes;
     uint64_t peak_reserved_bytes;
-    uint64_t alloc_count;          /* successful kk_mem_alloc calls */
+    uint64_t alloc_count; /* successful kk_mem_alloc calls */
     uint64_t free_count;
-    uint64_t cache_hits;           /* allocations served from cached blocks */
-    uint64_t cache_misses;         /* allocations that needed new device memory */
-    uint64_t system_alloc_count;   /* underlying cudaMalloc / aligned_alloc calls */
+    uint64_t cache_hits;         /* allocations served from cached blocks */
+    uint64_t cache_misses;       /* allocations that needed new device memory */
+    uint64_t system_alloc_count; /* underlying cudaMalloc / aligned_alloc calls */
     uint64_t system_free_count;
-    uint64_t oom_count;            /* requests refused with KK_ERR_OUT_OF_MEMORY */
+    uint64_t oom_count; /* requests refused with KK_ERR_OUT_OF_MEMORY */
 } kk_mem_stats;
 
 /* Allocate `bytes` (> 0) on `device` from the default pool. */

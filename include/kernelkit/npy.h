@@ -44,9 +44,9 @@ typedef struct kk_npy_array {
     size_t itemsize; /* bytes per numpy item (1 for packed e2m1: one byte holds two) */
     int ndim;        /* 0 (a scalar) .. KK_NPY_MAX_DIMS */
     int64_t shape[KK_NPY_MAX_DIMS]; /* in elements of dtype; unused entries are 0 */
-    size_t count;    /* number of elements: the product of shape (1 when ndim is 0) */
-    size_t nbytes;   /* bytes at data */
-    void *data;      /* malloc'd, C order, host byte order; never NULL after success */
+    size_t count;  /* number of elements: the product of shape (1 when ndim is 0) */
+    size_t nbytes; /* bytes at data */
+    void *data;    /* malloc'd, C order, host byte order; never NULL after success */
 } kk_npy_array;
 
 /* A new array of `dtype` and `shape` (ndim entries; may be NULL when ndim is 0),

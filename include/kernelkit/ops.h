@@ -54,16 +54,17 @@ KK_API kk_status kk_swiglu(const kk_tensor *x, const kk_tensor *w_gate, const kk
                            kk_stream stream);
 
 typedef struct kk_attention_options {
-    int causal;           /* query i sees keys j <= i + Sk - Sq (bottom-right aligned) */
-    int64_t window_left;  /* keys j >= i + Sk - Sq - window_left only; -1 = unlimited */
-    int64_t window_right; /* keys j <= i + Sk - Sq + window_right only; -1 = unlimited */
-    double scale;         /* softmax scale; 0 = 1/sqrt(D) */
-    double dropout;       /* drop probability of each softmax weight, 0 .. 0.99 */
+    int causal;            /* query i sees keys j <= i + Sk - Sq (bottom-right aligned) */
+    int64_t window_left;   /* keys j >= i + Sk - Sq - window_left only; -1 = unlimited */
+    int64_t window_right;  /* keys j <= i + Sk - Sq + window_right only; -1 = unlimited */
+    double scale;          /* softmax scale; 0 = 1/sqrt(D) */
+    double dropout;        /* drop probability of each softmax weight, 0 .. 0.99 */
     uint64_t seed, offset; /* dropout's Philox key and counter offset (src/core/philox.h) */
 } kk_attention_options;
 
 /* No mask, no window, scale 1/sqrt(D), no dropout. */
-#define KK_ATTENTION_OPTIONS_INIT {0, -1, -1, 0.0, 0.0, 0, 0}
+#define KK_ATTENTION_OPTIONS_INIT                                                                  \
+    { 0, -1, -1, 0.0, 0.0, 0, 0 }
 KK_API void kk_attention_options_init(kk_attention_options *opt);
 
 /* o = softmax(scale . q k^T + mask) v per head. q [B,Hq,Sq,D], k and v
@@ -140,14 +141,15 @@ typedef enum kk_rope_style {
 } kk_rope_style;
 
 typedef struct kk_rope_options {
-    int64_t rotary_dim;  /* R, the dimensions rotated: even, <= D; 0 = D (D even) */
-    int64_t offset;      /* position of s = 0 (the cache length when decoding), 0..2^24 */
-    double theta;        /* frequency base: f_i = theta^(-2i/R), 1..1e9 */
+    int64_t rotary_dim; /* R, the dimensions rotated: even, <= D; 0 = D (D even) */
+    int64_t offset;     /* position of s = 0 (the cache length when decoding), 0..2^24 */
+    double theta;       /* frequency base: f_i = theta^(-2i/R), 1..1e9 */
     kk_rope_style style;
 } kk_rope_options;
 
 /* Every dimension rotated, positions from 0, theta 10000, NeoX pairs. */
-#define KK_ROPE_OPTIONS_INIT {0, 0, 10000.0, KK_ROPE_NEOX}
+#define KK_ROPE_OPTIONS_INIT                                                                       \
+    { 0, 0, 10000.0, KK_ROPE_NEOX }
 KK_API void kk_rope_options_init(kk_rope_options *opt);
 
 /* Rotary position embedding as HF transformers applies it: x, y [B,H,S,D], one

@@ -48,8 +48,8 @@ extern "C" {
 KK_API int kk_bench_entry_anchor(const kk_bench_entry *e, char *impl, size_t size);
 
 typedef struct kk_bench_report_options {
-    const char *title;               /* NULL: "KernelKit benchmark report" */
-    const char *const *labels;       /* one per document (file names), or NULL */
+    const char *title;         /* NULL: "KernelKit benchmark report" */
+    const char *const *labels; /* one per document (file names), or NULL */
 } kk_bench_report_options;
 
 /* opt may be NULL. ndocs >= 1; every docs[i] non-NULL. The text is

@@ -60,19 +60,19 @@ typedef struct kk_stats_summary {
     size_t n;
     double min, max;
     double mean;
-    double stdev;  /* sample standard deviation, divisor n-1; 0 when n == 1 */
-    double cv;     /* coefficient of variation stdev/|mean| (see docs for mean == 0) */
-    double median; /* 0.5 quantile */
+    double stdev;    /* sample standard deviation, divisor n-1; 0 when n == 1 */
+    double cv;       /* coefficient of variation stdev/|mean| (see docs for mean == 0) */
+    double median;   /* 0.5 quantile */
     double p95, p99; /* 0.95 and 0.99 quantiles */
-    double mad;    /* median absolute deviation median(|x - median|), unscaled
+    double mad;      /* median absolute deviation median(|x - median|), unscaled
                     * (multiply by 1.4826 to estimate sigma of normal data) */
     /* Percentile bootstrap interval of the median at KK_STATS_SUMMARY_CONFIDENCE. */
     double median_ci_low, median_ci_high;
     /* Relative standard error of the median: the standard deviation (divisor B-1)
      * of the B bootstrap medians divided by |median|. */
     double median_rse;
-    int resamples;  /* B actually used */
-    uint64_t seed;  /* seed the bootstrap used */
+    int resamples; /* B actually used */
+    uint64_t seed; /* seed the bootstrap used */
 } kk_stats_summary;
 
 /* Summary of x[0..n-1] (finite values, any order, n >= 1). `resamples` is B:
@@ -93,20 +93,20 @@ KK_API kk_status kk_stats_median_rse(const double *x, size_t n, uint64_t seed, i
 /* ---- two samples ---- */
 
 typedef enum kk_mwu_method {
-    KK_MWU_AUTO = 0,       /* exact when no value is tied and nx*ny <= KK_MWU_EXACT_MAX_PAIRS */
-    KK_MWU_EXACT = 1,      /* exact null distribution; refused with ties or too many pairs */
-    KK_MWU_ASYMPTOTIC = 2  /* normal approximation, tie and continuity corrections */
+    KK_MWU_AUTO = 0,      /* exact when no value is tied and nx*ny <= KK_MWU_EXACT_MAX_PAIRS */
+    KK_MWU_EXACT = 1,     /* exact null distribution; refused with ties or too many pairs */
+    KK_MWU_ASYMPTOTIC = 2 /* normal approximation, tie and continuity corrections */
 } kk_mwu_method;
 
 /* Largest nx*ny for the exact distribution (its cost grows as (nx*ny)^2). */
 #define KK_MWU_EXACT_MAX_PAIRS 2500
 
 typedef struct kk_mwu_result {
-    double u;       /* U of x: #{(i,j): x_i > y_j} + #{x_i == y_j}/2 (scipy's statistic) */
-    double z;       /* standardized U of x with continuity correction toward 0; 0 if exact */
-    double p_value; /* two-sided */
+    double u;             /* U of x: #{(i,j): x_i > y_j} + #{x_i == y_j}/2 (scipy's statistic) */
+    double z;             /* standardized U of x with continuity correction toward 0; 0 if exact */
+    double p_value;       /* two-sided */
     kk_mwu_method method; /* KK_MWU_EXACT or KK_MWU_ASYMPTOTIC: the one used */
-    int has_ties;   /* some value occurs more than once in x and y together */
+    int has_ties;         /* some value occurs more than once in x and y together */
 } kk_mwu_result;
 
 /* Mann-Whitney U test of x against y, two-sided. Matches
@@ -164,9 +164,9 @@ KK_API void kk_compare_options_default(kk_compare_options *opt);
 typedef struct kk_compare_result {
     size_t n_base, n_cand;
     double median_base, median_cand;
-    double ratio;  /* median_cand / median_base: > 1 means the candidate is slower */
+    double ratio; /* median_cand / median_base: > 1 means the candidate is slower */
     double ratio_ci_low, ratio_ci_high; /* percentile bootstrap interval of the ratio */
-    kk_mwu_result mwu;  /* kk_mann_whitney_u(cand, base, KK_MWU_AUTO) */
+    kk_mwu_result mwu;                  /* kk_mann_whitney_u(cand, base, KK_MWU_AUTO) */
     double cliffs_delta; /* kk_cliffs_delta(cand, base): > 0 means the candidate is slower */
     kk_effect_size effect;
     kk_verdict verdict;

@@ -31,25 +31,25 @@ typedef enum kk_status {
 
     /* Device errors. */
     KK_ERR_DEVICE = 100,
-    KK_ERR_CUDA_UNAVAILABLE = 101,       /* no driver, no GPU, built without CUDA */
-    KK_ERR_DEVICE_FAILURE = 102,         /* a CUDA call on a present device failed */
-    KK_ERR_KERNEL_LAUNCH = 103,          /* a kernel failed to launch or to run */
+    KK_ERR_CUDA_UNAVAILABLE = 101,           /* no driver, no GPU, built without CUDA */
+    KK_ERR_DEVICE_FAILURE = 102,             /* a CUDA call on a present device failed */
+    KK_ERR_KERNEL_LAUNCH = 103,              /* a kernel failed to launch or to run */
     KK_ERR_INVALID_COMPUTE_CAPABILITY = 104, /* device too old for what was asked */
-    KK_ERR_INVALID_ARCHITECTURE = 105,   /* unknown or mismatched architecture */
+    KK_ERR_INVALID_ARCHITECTURE = 105,       /* unknown or mismatched architecture */
 
     /* Memory errors: KK_ERR_OUT_OF_MEMORY is also a KK_ERR_ALLOCATION. */
     KK_ERR_MEMORY = 200,
     KK_ERR_ALLOCATION = 201,
     KK_ERR_OUT_OF_MEMORY = 202,
 
-    KK_ERR_CONFIG = 300,          /* bad configuration value or file */
+    KK_ERR_CONFIG = 300, /* bad configuration value or file */
     KK_ERR_INVALID_ARGUMENT = 400,
-    KK_ERR_UNSUPPORTED = 500,     /* valid request this build/device cannot do */
-    KK_ERR_QUANTIZATION = 600,    /* FP8/NVFP4 scaling or conversion failure */
-    KK_ERR_ATTENTION = 700,       /* attention-specific failure */
+    KK_ERR_UNSUPPORTED = 500,  /* valid request this build/device cannot do */
+    KK_ERR_QUANTIZATION = 600, /* FP8/NVFP4 scaling or conversion failure */
+    KK_ERR_ATTENTION = 700,    /* attention-specific failure */
     KK_ERR_MODEL_OPTIMIZATION = 800,
-    KK_ERR_IO = 900,              /* file could not be opened, read or written */
-    KK_ERR_INTERNAL = 1000        /* a bug in KernelKit: please report it */
+    KK_ERR_IO = 900,       /* file could not be opened, read or written */
+    KK_ERR_INTERNAL = 1000 /* a bug in KernelKit: please report it */
 } kk_status;
 
 /* Short lower-case description, e.g. "out of memory". Never NULL. */
@@ -70,13 +70,13 @@ KK_API int kk_status_is(kk_status status, kk_status ancestor);
  * library, valid until the next failure or kk_clear_error() on this thread,
  * and never NULL (empty when not applicable). */
 typedef struct kk_error_info {
-    kk_status status;     /* KK_OK when there is no recorded error */
-    const char *function; /* public entry point that failed, e.g. "kk_config_load" */
-    const char *argument; /* argument or field path, e.g. "memory.safety_margin" */
-    const char *value;    /* offending value as text, e.g. "0.5" */
-    const char *expected; /* what would have been accepted, e.g. "at least 1.0" */
+    kk_status status;       /* KK_OK when there is no recorded error */
+    const char *function;   /* public entry point that failed, e.g. "kk_config_load" */
+    const char *argument;   /* argument or field path, e.g. "memory.safety_margin" */
+    const char *value;      /* offending value as text, e.g. "0.5" */
+    const char *expected;   /* what would have been accepted, e.g. "at least 1.0" */
     const char *cuda_error; /* CUDA error name, e.g. "cudaErrorNoDevice" */
-    const char *message;  /* everything above in one human-readable line */
+    const char *message;    /* everything above in one human-readable line */
 } kk_error_info;
 
 KK_API const kk_error_info *kk_last_error(void);

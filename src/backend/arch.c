@@ -10,8 +10,7 @@ kk_arch kk_arch_from_compute_capability(int major, int minor) {
     if (major < 1 || minor < 0) return KK_ARCH_UNKNOWN;
     if (major < 6) return KK_ARCH_PRE_PASCAL; /* Tesla, Fermi, Kepler, Maxwell */
     switch (major) {
-    case 6: /* 6.0 GP100, 6.1 GP10x, 6.2 Tegra X2 */
-        return KK_ARCH_PASCAL;
+    case 6: /* 6.0 GP100, 6.1 GP10x, 6.2 Tegra X2 */ return KK_ARCH_PASCAL;
     case 7:
         if (minor == 0 || minor == 2) return KK_ARCH_VOLTA; /* GV100, Xavier */
         if (minor == 5) return KK_ARCH_TURING;
@@ -20,22 +19,23 @@ kk_arch kk_arch_from_compute_capability(int major, int minor) {
         if (minor == 0 || minor == 6 || minor == 7) return KK_ARCH_AMPERE; /* A100, GA10x, Orin */
         if (minor == 9) return KK_ARCH_ADA;
         return KK_ARCH_UNKNOWN;
-    case 9:
-        return minor == 0 ? KK_ARCH_HOPPER : KK_ARCH_UNKNOWN;
+    case 9: return minor == 0 ? KK_ARCH_HOPPER : KK_ARCH_UNKNOWN;
     case 10: /* B200/B300, Thor (10.x) */
     case 11: /* Thor renumbered (11.0) */
-    case 12: /* RTX 50xx, DGX Spark (12.x) */
-        return KK_ARCH_BLACKWELL;
-    default:
-        return KK_ARCH_UNKNOWN; /* newer than this build knows */
+    case 12: /* RTX 50xx, DGX Spark (12.x) */ return KK_ARCH_BLACKWELL;
+    default: return KK_ARCH_UNKNOWN; /* newer than this build knows */
     }
 }
 
 static const char *const k_arch_names[KK_ARCH_COUNT] = {
-    [KK_ARCH_UNKNOWN] = "unknown", [KK_ARCH_PRE_PASCAL] = "pre-pascal",
-    [KK_ARCH_PASCAL] = "pascal",   [KK_ARCH_VOLTA] = "volta",
-    [KK_ARCH_TURING] = "turing",   [KK_ARCH_AMPERE] = "ampere",
-    [KK_ARCH_ADA] = "ada",         [KK_ARCH_HOPPER] = "hopper",
+    [KK_ARCH_UNKNOWN] = "unknown",
+    [KK_ARCH_PRE_PASCAL] = "pre-pascal",
+    [KK_ARCH_PASCAL] = "pascal",
+    [KK_ARCH_VOLTA] = "volta",
+    [KK_ARCH_TURING] = "turing",
+    [KK_ARCH_AMPERE] = "ampere",
+    [KK_ARCH_ADA] = "ada",
+    [KK_ARCH_HOPPER] = "hopper",
     [KK_ARCH_BLACKWELL] = "blackwell",
 };
 

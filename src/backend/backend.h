@@ -202,11 +202,11 @@ static inline KK__HOST_DEVICE unsigned kk__probe_value(unsigned i, unsigned seed
 
 /* Generates `static void NAME(void *ctx)` that runs `static void BODY(void)`
  * exactly once, thread-safely. */
-#define KK__BACKEND_ONCE(NAME, BODY)                    \
-    static pthread_once_t NAME##_once = PTHREAD_ONCE_INIT; \
-    static void NAME(void *ctx) {                        \
-        (void)ctx;                                       \
-        pthread_once(&NAME##_once, BODY);                \
+#define KK__BACKEND_ONCE(NAME, BODY)                                                               \
+    static pthread_once_t NAME##_once = PTHREAD_ONCE_INIT;                                         \
+    static void NAME(void *ctx) {                                                                  \
+        (void)ctx;                                                                                 \
+        pthread_once(&NAME##_once, BODY);                                                          \
     }
 
 /* ---- architectures (src/backend/arch.c) ---- */
@@ -243,8 +243,7 @@ void kk__cpu_fill_info(kk_device_info *out);
 
 /* Parsers behind kk__cpu_fill_info, on text, for tests. */
 int kk__cpu_parse_model_name(const char *cpuinfo, char *name, size_t size);
-int kk__cpu_count_physical_cores(const char *cpuinfo, const void *allowed_cpu_set,
-                                 size_t set_size);
+int kk__cpu_count_physical_cores(const char *cpuinfo, const void *allowed_cpu_set, size_t set_size);
 int kk__parse_meminfo(const char *meminfo, unsigned long long *total_bytes,
                       unsigned long long *available_bytes);
 

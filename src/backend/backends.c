@@ -116,8 +116,8 @@ kk_status kk__device_resolve(const char *func, const char *spec, const kk__backe
         const char *api_error =
             b->unavailable_error_name ? b->unavailable_error_name(b->context) : NULL;
         return kk__set_error(b->unavailable_status, func, "spec", spec, NULL, api_error,
-                             "spec = %.40s: the %s backend is unavailable: %.700s", spec,
-                             b->name, b->unavailable_reason(b->context));
+                             "spec = %.40s: the %s backend is unavailable: %.700s", spec, b->name,
+                             b->unavailable_reason(b->context));
     }
     int count = b->device_count(b->context);
     if (i >= count) {
@@ -186,8 +186,7 @@ static void find_best(void) {
         if (!b->available(b->context)) continue;
         int n = b->device_count(b->context);
         for (int i = 0; i < n; i++) {
-            if (b->device_usable && b->device_usable(b->context, i, NULL) != KK_OK)
-                continue;
+            if (b->device_usable && b->device_usable(b->context, i, NULL) != KK_OK) continue;
             snprintf(g_best, sizeof g_best, "%s:%d", b->name, i);
             return;
         }
@@ -214,8 +213,7 @@ kk_status kk_gpu_telemetry_read(int index, kk_gpu_telemetry *out) {
         if (index >= count) {
             char expected[64];
             snprintf(expected, sizeof expected, "below %d (CUDA devices present)", count);
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "index", expected, "%d",
-                                 index);
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "index", expected, "%d", index);
         }
         return b->telemetry(b->context, index, out, __func__);
     }

@@ -69,8 +69,7 @@ kk_status kk__mem_allocator_get(const char *func, const char *device, int create
     kk_status st = kk__device_resolve(func, device, &b, &index);
     if (st) return st;
     if (!b->mem)
-        return kk__error(KK_ERR_UNSUPPORTED, func, "the %s backend has no memory manager",
-                         b->name);
+        return kk__error(KK_ERR_UNSUPPORTED, func, "the %s backend has no memory manager", b->name);
     if (index >= KK__MEM_MAX_DEVICES)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "device", "a device below 64",
                              "\"%.40s\"", device);
@@ -111,12 +110,14 @@ int kk__mem_allocator_each(int (*fn)(kk__mem_allocator *a, void *arg), void *arg
 void kk__mem_log_note(const kk__mem_allocator *a, const kk__mem_note *note,
                       const kk__mem_request *rq) {
     if (note->sync_fallbacks)
-        KK_LOG(KK_LOG_WARN, a->logger, "no event could be recorded at a free; waited for the device",
+        KK_LOG(KK_LOG_WARN, a->logger,
+               "no event could be recorded at a free; waited for the device",
                KK_F_STR("device", a->name), KK_F_INT("count", note->sync_fallbacks));
     if (!kk_log_enabled(a->logger, KK_LOG_DEBUG)) return; /* the hot path stops here */
     if (note->released_count)
         KK_LOG(KK_LOG_DEBUG, a->logger, "cached segments released", KK_F_STR("device", a->name),
-               KK_F_UINT("segments", note->released_count), KK_F_UINT("bytes", note->released_bytes));
+               KK_F_UINT("segments", note->released_count),
+               KK_F_UINT("bytes", note->released_bytes));
     if (rq && note->segment_bytes)
         KK_LOG(KK_LOG_DEBUG, a->logger, "cache miss: new segment", KK_F_STR("device", a->name),
                KK_F_INT("pool", rq->pool), KK_F_UINT("requested", rq->bytes),
@@ -137,11 +138,12 @@ static kk_status check_pool(const char *func, int pool, int allow_device) {
 
 static kk_status alloc_impl(const char *func, const char *device, size_t bytes,
                             const kk_mem_options *o, void **ptr) {
-    if (!ptr) return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "ptr", "a non-NULL pointer", "NULL");
+    if (!ptr)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "ptr", "a non-NULL pointer", "NULL");
     *ptr = NULL;
     if (bytes == 0) return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "bytes", "at least 1", "0");
-    kk__mem_request rq = {.bytes = bytes, .pool = o ? o->pool_id : 0,
-                          .stream = o ? o->stream : NULL, .func = func};
+    kk__mem_request rq = {
+        .bytes = bytes, .pool = o ? o->pool_id : 0, .stream = o ? o->stream : NULL, .func = func};
     kk_status st = check_pool(func, rq.pool, 0);
     if (st) return st;
     double margin = o ? o->safety_margin : 0.0;

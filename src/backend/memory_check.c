@@ -80,7 +80,7 @@ typedef struct checker {
     char why[256];
 } checker;
 
-#define BAD(ck, ...) (snprintf((ck)->why, sizeof (ck)->why, __VA_ARGS__), 0)
+#define BAD(ck, ...) (snprintf((ck)->why, sizeof(ck)->why, __VA_ARGS__), 0)
 
 /* Two neighbours that kk__mem_free_locked would have merged. */
 static int unmerged(const kk__mem_block *x, const kk__mem_block *n) {
@@ -113,7 +113,8 @@ static int check_block(checker *ck, const kk__mem_segment *seg, const kk__mem_bl
 static int check_segment(checker *ck, int pool, const kk__mem_segment *seg) {
     if (seg->pool != pool || seg->cls < 0 || seg->cls >= KK__MEM_CLASSES)
         return BAD(ck, "segment %#" PRIxPTR " is filed under the wrong pool", seg->base);
-    if (!seg->first || seg->first->prev) return BAD(ck, "segment %#" PRIxPTR " has no head", seg->base);
+    if (!seg->first || seg->first->prev)
+        return BAD(ck, "segment %#" PRIxPTR " has no head", seg->base);
     uintptr_t at = seg->base;
     int used = 0;
     for (const kk__mem_block *b = seg->first; b; b = b->next) {
@@ -123,8 +124,9 @@ static int check_segment(checker *ck, int pool, const kk__mem_segment *seg) {
     }
     if (at != seg->base + seg->size)
         return BAD(ck, "blocks of segment %#" PRIxPTR " do not cover it", seg->base);
-    if (used != seg->used) return BAD(ck, "segment %#" PRIxPTR " counts %d used blocks, has %d",
-                                      seg->base, seg->used, used);
+    if (used != seg->used)
+        return BAD(ck, "segment %#" PRIxPTR " counts %d used blocks, has %d", seg->base, seg->used,
+                   used);
     ck->census.segments++;
     ck->census.segment_bytes += seg->size;
     ck->reserved += seg->size;
@@ -147,15 +149,16 @@ static int check_pool(checker *ck, int i) {
         if (!check_segment(ck, i, seg)) return 0;
     }
     for (int c = 0; c < KK__MEM_CLASSES; c++) {
-        if (kk__mem_tree_check(p->tree[c]) != ck->free_blocks[c] ||
-            !tree_members(p->tree[c], i, c))
+        if (kk__mem_tree_check(p->tree[c]) != ck->free_blocks[c] || !tree_members(p->tree[c], i, c))
             return BAD(ck, "pool %d: the free-block tree of class %d disagrees with the segments",
                        i, c);
     }
     if (p->stats.reserved_bytes != ck->reserved || p->stats.allocated_bytes != ck->allocated)
-        return BAD(ck, "pool %d: stats say %" PRIu64 " reserved, %" PRIu64 " allocated; segments "
-                       "hold %" PRIu64 ", %" PRIu64, i, p->stats.reserved_bytes,
-                   p->stats.allocated_bytes, ck->reserved, ck->allocated);
+        return BAD(ck,
+                   "pool %d: stats say %" PRIu64 " reserved, %" PRIu64 " allocated; segments "
+                   "hold %" PRIu64 ", %" PRIu64,
+                   i, p->stats.reserved_bytes, p->stats.allocated_bytes, ck->reserved,
+                   ck->allocated);
     return 1;
 }
 
@@ -174,7 +177,8 @@ static int check_totals(checker *ck) {
         s.system_alloc_count += p->system_alloc_count;
         s.system_free_count += p->system_free_count;
         s.oom_count += p->oom_count;
-        if (p->peak_allocated_bytes < p->allocated_bytes || p->peak_reserved_bytes < p->reserved_bytes)
+        if (p->peak_allocated_bytes < p->allocated_bytes ||
+            p->peak_reserved_bytes < p->reserved_bytes)
             return BAD(ck, "pool %d: a peak is below the current value", i);
     }
     const kk_mem_stats *t = &a->total;

@@ -36,12 +36,13 @@ static kk_status check_side(const char *func, const char *arg, const void *ptr,
     owner_job j = {ptr, NULL, 0};
     if (!kk__mem_allocator_each(find_owner, &j)) return KK_OK;
     if (j.owner->backend != b || j.owner->index != index)
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg, "memory of the device named for it",
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg,
+                             "memory of the device named for it",
                              "%p (a block of %s, not of %.40s)", ptr, j.owner->name, device);
     if (bytes > j.size)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "bytes",
-                             "at most the size of the block it copies", "%zu (the %s block %p has %zu)",
-                             bytes, arg, ptr, j.size);
+                             "at most the size of the block it copies",
+                             "%zu (the %s block %p has %zu)", bytes, arg, ptr, j.size);
     return KK_OK;
 }
 
@@ -121,7 +122,8 @@ static int room_for_one(void) {
 static kk_status pinned_alloc_locked(const kk__backend *b, size_t bytes, void **ptr) {
     static const char *const func = "kk_mem_alloc_pinned";
     if (!room_for_one())
-        return kk__error(KK_ERR_ALLOCATION, func, "cannot record a pinned buffer (host out of memory)");
+        return kk__error(KK_ERR_ALLOCATION, func,
+                         "cannot record a pinned buffer (host out of memory)");
     void *p = NULL;
     if (b) {
         kk_status st = b->mem->host_alloc(b->context, bytes, &p, func);
@@ -131,7 +133,8 @@ static kk_status pinned_alloc_locked(const kk__backend *b, size_t bytes, void **
         p = rounded >= bytes ? aligned_alloc(KK_MEM_ALIGNMENT, rounded) : NULL;
         if (!p) {
             char t[32];
-            return kk__error(KK_ERR_OUT_OF_MEMORY, func, "out of memory: requested %s of host memory",
+            return kk__error(KK_ERR_OUT_OF_MEMORY, func,
+                             "out of memory: requested %s of host memory",
                              kk__mem_bytes_text(bytes, t, sizeof t));
         }
     }
@@ -144,7 +147,8 @@ kk_status kk_mem_alloc_pinned(size_t bytes, void **ptr) {
     kk_status st = KK__CHECK_NOT_NULL(ptr);
     if (st) return st;
     *ptr = NULL;
-    if (bytes == 0) return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "bytes", "at least 1", "0");
+    if (bytes == 0)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "bytes", "at least 1", "0");
     const kk__backend *b = pinning_backend();
     pthread_mutex_lock(&g_pin_lock);
     st = pinned_alloc_locked(b, bytes, ptr);

@@ -16,12 +16,12 @@ typedef enum why { WHY_NONE, WHY_SHORT, WHY_SYSTEM, WHY_POOL_CAP } why;
 /* What the last attempt ran into, for the message. */
 typedef struct oom_info {
     why why;
-    size_t segment;        /* the segment size of the last attempt */
-    double need;           /* segment * margin */
-    int have_free;         /* free_b and total_b are known */
+    size_t segment; /* the segment size of the last attempt */
+    double need;    /* segment * margin */
+    int have_free;  /* free_b and total_b are known */
     uint64_t free_b, total_b;
-    uint64_t released;     /* cached bytes given back before the retry */
-    char api_error[64];    /* cudaErrorMemoryAllocation, when the system said no */
+    uint64_t released;  /* cached bytes given back before the retry */
+    char api_error[64]; /* cudaErrorMemoryAllocation, when the system said no */
 } oom_info;
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
@@ -92,8 +92,8 @@ static void add_segment(kk__mem_allocator *a, kk__mem_segment *seg, int cls, uin
     *out = b;
 }
 
-static kk_status try_segment(kk__mem_allocator *a, const kk__mem_request *rq, int cls,
-                             size_t size, kk__mem_block **out, oom_info *info) {
+static kk_status try_segment(kk__mem_allocator *a, const kk__mem_request *rq, int cls, size_t size,
+                             kk__mem_block **out, oom_info *info) {
     info->segment = size;
     info->need = (double)size * rq->margin;
     uint64_t cap = a->cfg.max_pool_bytes;
@@ -135,8 +135,8 @@ static void free_text(const kk__mem_allocator *a, const oom_info *info, char *bu
     kk__mem_bytes_text(info->free_b, f, sizeof f);
     kk__mem_bytes_text(info->total_b, t, sizeof t);
     if (a->limit)
-        snprintf(buf, size, "free %s of %s total (the allocator's limit on %s is %s)", f, t, a->name,
-                 kk__mem_bytes_text(a->limit, l, sizeof l));
+        snprintf(buf, size, "free %s of %s total (the allocator's limit on %s is %s)", f, t,
+                 a->name, kk__mem_bytes_text(a->limit, l, sizeof l));
     else
         snprintf(buf, size, "free %s of %s total", f, t);
 }

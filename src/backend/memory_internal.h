@@ -15,18 +15,18 @@
 
 /* ---- size policy (docs/memory.md, "Size classes") ---- */
 
-#define KK__MEM_ROUND ((size_t)512)                /* every block is a multiple */
-#define KK__MEM_SMALL_MAX ((size_t)1 << 20)        /* requests up to 1 MiB are small */
-#define KK__MEM_SMALL_SEGMENT ((size_t)2 << 20)    /* ...and carved from 2 MiB segments */
-#define KK__MEM_MID_MAX ((size_t)10 << 20)         /* large requests below 10 MiB... */
-#define KK__MEM_MID_SEGMENT ((size_t)20 << 20)     /* ...share 20 MiB segments */
-#define KK__MEM_LARGE_GRANULE ((size_t)2 << 20)    /* larger ones: rounded up to 2 MiB */
-#define KK__MEM_MAX_REQUEST ((uint64_t)1 << 60)    /* above: out of memory at once */
+#define KK__MEM_ROUND ((size_t)512)             /* every block is a multiple */
+#define KK__MEM_SMALL_MAX ((size_t)1 << 20)     /* requests up to 1 MiB are small */
+#define KK__MEM_SMALL_SEGMENT ((size_t)2 << 20) /* ...and carved from 2 MiB segments */
+#define KK__MEM_MID_MAX ((size_t)10 << 20)      /* large requests below 10 MiB... */
+#define KK__MEM_MID_SEGMENT ((size_t)20 << 20)  /* ...share 20 MiB segments */
+#define KK__MEM_LARGE_GRANULE ((size_t)2 << 20) /* larger ones: rounded up to 2 MiB */
+#define KK__MEM_MAX_REQUEST ((uint64_t)1 << 60) /* above: out of memory at once */
 
 enum { KK__MEM_SMALL = 0, KK__MEM_LARGE = 1, KK__MEM_CLASSES = 2 };
-enum { KK__MEM_MAX_DEVICES = 64 };  /* per backend */
-enum { KK__MEM_EVENT_CACHE = 64 };  /* idle events kept for reuse */
-enum { KK__MEM_SPARE_MAX = 64 };    /* idle block records kept for reuse */
+enum { KK__MEM_MAX_DEVICES = 64 }; /* per backend */
+enum { KK__MEM_EVENT_CACHE = 64 }; /* idle events kept for reuse */
+enum { KK__MEM_SPARE_MAX = 64 };   /* idle block records kept for reuse */
 
 /* ---- blocks and segments ---- */
 
@@ -36,7 +36,7 @@ typedef struct kk__mem_block kk__mem_block;
 /* A range of a segment, either handed out or free. */
 struct kk__mem_block {
     uintptr_t addr;
-    size_t size;                 /* multiple of KK__MEM_ROUND */
+    size_t size; /* multiple of KK__MEM_ROUND */
     kk__mem_segment *seg;
     kk__mem_block *prev, *next;  /* neighbours in the segment, by address */
     kk__mem_block *left, *right; /* free-block tree links (free blocks only) */
@@ -57,7 +57,7 @@ struct kk__mem_segment {
     uintptr_t base;
     size_t size;
     int pool, cls;
-    int used;                   /* allocated blocks in it */
+    int used;                     /* allocated blocks in it */
     kk__mem_segment *prev, *next; /* the pool's segment list */
     kk__mem_block *first;
 };
@@ -65,7 +65,7 @@ struct kk__mem_segment {
 typedef struct kk__mem_pool {
     kk__mem_block *tree[KK__MEM_CLASSES]; /* free blocks by (size, address) */
     kk__mem_segment *segments;
-    kk_mem_stats stats;                   /* cached_bytes is filled in on read */
+    kk_mem_stats stats; /* cached_bytes is filled in on read */
 } kk__mem_pool;
 
 /* The allocator of one device. Its mutex guards everything in it; functions
@@ -88,7 +88,7 @@ typedef struct kk__mem_allocator {
 
     kk__mem_block **buckets; /* pointer map: address -> allocated block */
     size_t nbuckets, nallocated;
-    kk__mem_block *spare;    /* idle block records */
+    kk__mem_block *spare; /* idle block records */
     int nspare;
     void *events[KK__MEM_EVENT_CACHE];
     int nevents;
@@ -102,8 +102,8 @@ typedef struct kk__mem_allocator {
 
 /* One allocation request, already validated. */
 typedef struct kk__mem_request {
-    size_t bytes;  /* as asked */
-    size_t size;   /* rounded up to KK__MEM_ROUND */
+    size_t bytes; /* as asked */
+    size_t size;  /* rounded up to KK__MEM_ROUND */
     int pool;
     kk_stream stream;
     double margin; /* safety margin in force */
@@ -112,11 +112,11 @@ typedef struct kk__mem_request {
 
 /* What an operation did, for the debug log written after unlocking. */
 typedef struct kk__mem_note {
-    size_t segment_bytes;     /* a new segment was taken (cache miss) */
-    uint64_t released_bytes;  /* cached segments given back */
+    size_t segment_bytes;    /* a new segment was taken (cache miss) */
+    uint64_t released_bytes; /* cached segments given back */
     uint64_t released_count;
-    int oom;                  /* refused with KK_ERR_OUT_OF_MEMORY */
-    int sync_fallbacks;       /* events that could not be recorded */
+    int oom;            /* refused with KK_ERR_OUT_OF_MEMORY */
+    int sync_fallbacks; /* events that could not be recorded */
 } kk__mem_note;
 
 /* ---- memory_tree.c ---- */

@@ -20,8 +20,7 @@ static uint64_t priority(uintptr_t addr) {
 }
 
 /* Split `t` into the keys below `k` (*l) and the rest (*r). */
-static void split(kk__mem_block *t, const kk__mem_block *k, kk__mem_block **l,
-                  kk__mem_block **r) {
+static void split(kk__mem_block *t, const kk__mem_block *k, kk__mem_block **l, kk__mem_block **r) {
     if (!t) {
         *l = *r = NULL;
     } else if (less(t, k)) {
@@ -92,8 +91,7 @@ kk__mem_block *kk__mem_tree_next(kk__mem_block *root, const kk__mem_block *b) {
 static long check(const kk__mem_block *t, const kk__mem_block **last, int depth) {
     if (!t) return 0;
     if (depth > 10000) return -1; /* a cycle */
-    if ((t->left && t->left->prio > t->prio) || (t->right && t->right->prio > t->prio))
-        return -1;
+    if ((t->left && t->left->prio > t->prio) || (t->right && t->right->prio > t->prio)) return -1;
     long l = check(t->left, last, depth + 1);
     if (l < 0) return -1;
     if (*last && !less(*last, t)) return -1;

@@ -130,7 +130,9 @@ static void load(void) {
     int ok = SYM(lib, required[0], nv.init_v2) && SYM(lib, required[1], nv.error_string) &&
              SYM(lib, required[2], nv.by_index);
     if (!ok) {
-        const char *missing = !nv.init_v2 ? required[0] : !nv.error_string ? required[1] : required[2];
+        const char *missing = !nv.init_v2        ? required[0]
+                              : !nv.error_string ? required[1]
+                                                 : required[2];
         snprintf(g_reason, sizeof g_reason, "NVML not available (%s has no %s: driver too old?)",
                  NVML_LIBRARY, missing);
         memset(&nv, 0, sizeof nv);
@@ -269,7 +271,10 @@ static nvmlReturn_t max_sm_clock(nvmlDevice_t dev, unsigned *mhz) {
 static kk_status read_device(nvmlDevice_t dev, kk_gpu_telemetry *out) {
     unsigned v = 0;
     nvmlReturn_t lost = NVML_SUCCESS;
-#define NOTE(r) do { if ((r) == NVML_ERROR_GPU_IS_LOST) lost = (r); } while (0)
+#define NOTE(r)                                                                                    \
+    do {                                                                                           \
+        if ((r) == NVML_ERROR_GPU_IS_LOST) lost = (r);                                             \
+    } while (0)
     nvmlReturn_t r;
     if (nv.temperature) {
         r = nv.temperature(dev, NVML_TEMPERATURE_GPU, &v);

@@ -24,4 +24,3 @@ void kk__ceiling_keep_best(kk_ceiling *best, const kk_ceiling *candidate) {
     if (candidate->available && (!best->available || candidate->value > best->value))
         *best = *candidate;
 }
-

@@ -65,8 +65,8 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
     if (!cJSON_IsArray(samples) || n < 1)
         return import_error(path, FIELD("samples"), "expected an array of at least one number");
     if (cold && !cJSON_IsBool(cold)) return import_error(path, FIELD("cold"), "expected a boolean");
-    if (flush && (!cJSON_IsString(flush) ||
-                  kk_bench_flush_parse(flush->valuestring, &flush_mode) != KK_OK))
+    if (flush &&
+        (!cJSON_IsString(flush) || kk_bench_flush_parse(flush->valuestring, &flush_mode) != KK_OK))
         return import_error(path, FIELD("flush"), "expected \"write\" or \"read\"");
     kk_bench_measurement m;
     memset(&m, 0, sizeof m);
@@ -98,7 +98,8 @@ static int import_one(const char *path, int i, const cJSON *it, const char *devi
     kk_bench_options_default(&m.options);
     m.options.flush_mode = (int)flush_mode;
     m.options.max_samples = (size_t)n;
-    if (m.options.min_samples > m.options.max_samples) m.options.min_samples = m.options.max_samples;
+    if (m.options.min_samples > m.options.max_samples)
+        m.options.min_samples = m.options.max_samples;
     kk_bench_param bp[KK_BENCH_MAX_PARAMS];
     const int np = to_bench_params(&p, impl->valuestring, bp);
     const kk_bench_spec spec = {

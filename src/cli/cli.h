@@ -12,7 +12,7 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 typedef struct cli_command {
     const char *name;
-    const char *summary; /* one line for `kernelkit --help` */
+    const char *summary;               /* one line for `kernelkit --help` */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     void (*help)(FILE *out);
 } cli_command;

@@ -20,8 +20,8 @@ static int append(const char *command, const kk_suite *s, kk_case **cases, int *
     return CLI_OK;
 }
 
-static int load_one(const char *command, const char *suite, uint64_t run_seed,
-                    kk_input_dist dist, kk_case **cases, int *count) {
+static int load_one(const char *command, const char *suite, uint64_t run_seed, kk_input_dist dist,
+                    kk_case **cases, int *count) {
     kk_suite s;
     int rc = kk_suite_load(suite, run_seed, dist, &s) == KK_OK
                  ? append(command, &s, cases, count)

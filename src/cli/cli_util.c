@@ -11,8 +11,8 @@ int cli_usage_error(const char *command, const char *fmt, ...) {
     fprintf(stderr, "kernelkit%s%s: ", command ? " " : "", command ? command : "");
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry 'kernelkit %s%s--help' for more information.\n",
-            command ? command : "", command ? " " : "");
+    fprintf(stderr, "\nTry 'kernelkit %s%s--help' for more information.\n", command ? command : "",
+            command ? " " : "");
     return CLI_USAGE;
 }
 

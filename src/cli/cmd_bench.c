@@ -16,51 +16,50 @@
 #define CMD "bench"
 
 static void bench_help(FILE *out) {
-    fprintf(out,
-            "Usage: kernelkit bench [OPTIONS]\n"
-            "\n"
-            "Time op kernels on a device with the adaptive sampler and print one line per\n"
-            "benchmark (median, 95%% CI of the median, GB/s, TFLOP/s, samples, stop reason).\n"
-            "\n"
-            "Options:\n"
-            "  --device DEVICE    cpu, cuda, cuda:N (default: the best device present)\n"
-            "  --suite SUITE[,..] suites by name (smoke, gemm, attention, ...: NAME.json\n"
-            "                     in $KK_SUITES_DIR, the installed suites or the source\n"
-            "                     tree's bench/suites) or path (with a '/' or ending in\n"
-            "                     .json); cases marked \"bench\": false are not timed\n"
-            "  --op NAME          one op, with --params (instead of --suite)\n"
-            "  --params TEXT      its parameters: \"n=1048576,src=f32,dst=bf16\"\n"
-            "  --filter TEXT      only cases whose name contains TEXT\n"
-            "  -o, --output FILE  write the results (schema kernelkit.bench/1) to FILE\n"
-            "  --quick            short measurements: 1 s budget, 5%% RSE target\n"
-            "  --time-budget S    wall seconds per benchmark (default 15; --quick 1)\n"
-            "  --cold             every sample is one run after an L2 flush (GPU MODE's\n"
-            "                     rule); default: runs under 20 us are batched, hot\n"
-            "  --flush MODE       how a cold sample flushes the L2: write (default, GPU\n"
-            "                     MODE's rule: memset an L2-sized buffer, which leaves\n"
-            "                     dirty lines whose write-back is timed) or read (a read\n"
-            "                     kernel over 2x the L2: clean lines, nothing to write\n"
-            "                     back); on the CPU the same with 2x the last-level cache\n"
-            "                     (at most 256 MiB)\n"
-            "  --flush-bytes N    size of the flush buffer instead of the default, in bytes\n"
-            "                     or with a K, M or G suffix (powers of 1024): e.g. 960M\n"
-            "                     to sweep all of a 480 MiB last-level cache twice\n"
-            "  --host-overhead    time kk_op_run's host cost per call instead (checks,\n"
-            "                     lookup, device switch; on a GPU also the launch), for\n"
-            "                     every op with a kernel on DEVICE or the one --op; goal\n"
-            "                     under 5 us per call\n"
-            "  --import FILE      make a results file (-o) from samples another program\n"
-            "                     timed on DEVICE (the PyTorch anchors of bench/*.py):\n"
-            "                     {\"benchmarks\": [{\"name\", \"op\", \"params\",\n"
-            "                     \"implementation\", \"samples\": [seconds], \"cold\",\n"
-            "                     \"flush\": \"write\"|\"read\" (default write)}]}\n"
-            "  -h, --help         show this help\n"
-            "\n"
-            "Cases of ops with no kernel on DEVICE, and cases whose tensors do not fit\n"
-            "in DEVICE's free memory, are skipped with a note. A progress line is shown\n"
-            "on stderr when it is a terminal.\n"
-            "Exit status: 0 something ran, 1 a measurement failed, 2 usage error or\n"
-            "nothing could run.\n");
+    fprintf(out, "Usage: kernelkit bench [OPTIONS]\n"
+                 "\n"
+                 "Time op kernels on a device with the adaptive sampler and print one line per\n"
+                 "benchmark (median, 95%% CI of the median, GB/s, TFLOP/s, samples, stop reason).\n"
+                 "\n"
+                 "Options:\n"
+                 "  --device DEVICE    cpu, cuda, cuda:N (default: the best device present)\n"
+                 "  --suite SUITE[,..] suites by name (smoke, gemm, attention, ...: NAME.json\n"
+                 "                     in $KK_SUITES_DIR, the installed suites or the source\n"
+                 "                     tree's bench/suites) or path (with a '/' or ending in\n"
+                 "                     .json); cases marked \"bench\": false are not timed\n"
+                 "  --op NAME          one op, with --params (instead of --suite)\n"
+                 "  --params TEXT      its parameters: \"n=1048576,src=f32,dst=bf16\"\n"
+                 "  --filter TEXT      only cases whose name contains TEXT\n"
+                 "  -o, --output FILE  write the results (schema kernelkit.bench/1) to FILE\n"
+                 "  --quick            short measurements: 1 s budget, 5%% RSE target\n"
+                 "  --time-budget S    wall seconds per benchmark (default 15; --quick 1)\n"
+                 "  --cold             every sample is one run after an L2 flush (GPU MODE's\n"
+                 "                     rule); default: runs under 20 us are batched, hot\n"
+                 "  --flush MODE       how a cold sample flushes the L2: write (default, GPU\n"
+                 "                     MODE's rule: memset an L2-sized buffer, which leaves\n"
+                 "                     dirty lines whose write-back is timed) or read (a read\n"
+                 "                     kernel over 2x the L2: clean lines, nothing to write\n"
+                 "                     back); on the CPU the same with 2x the last-level cache\n"
+                 "                     (at most 256 MiB)\n"
+                 "  --flush-bytes N    size of the flush buffer instead of the default, in bytes\n"
+                 "                     or with a K, M or G suffix (powers of 1024): e.g. 960M\n"
+                 "                     to sweep all of a 480 MiB last-level cache twice\n"
+                 "  --host-overhead    time kk_op_run's host cost per call instead (checks,\n"
+                 "                     lookup, device switch; on a GPU also the launch), for\n"
+                 "                     every op with a kernel on DEVICE or the one --op; goal\n"
+                 "                     under 5 us per call\n"
+                 "  --import FILE      make a results file (-o) from samples another program\n"
+                 "                     timed on DEVICE (the PyTorch anchors of bench/*.py):\n"
+                 "                     {\"benchmarks\": [{\"name\", \"op\", \"params\",\n"
+                 "                     \"implementation\", \"samples\": [seconds], \"cold\",\n"
+                 "                     \"flush\": \"write\"|\"read\" (default write)}]}\n"
+                 "  -h, --help         show this help\n"
+                 "\n"
+                 "Cases of ops with no kernel on DEVICE, and cases whose tensors do not fit\n"
+                 "in DEVICE's free memory, are skipped with a note. A progress line is shown\n"
+                 "on stderr when it is a terminal.\n"
+                 "Exit status: 0 something ran, 1 a measurement failed, 2 usage error or\n"
+                 "nothing could run.\n");
 }
 
 typedef struct opts {
@@ -69,7 +68,7 @@ typedef struct opts {
     int quick, host_overhead, cold;
     int flush_mode, flush_given; /* kk_bench_flush of --flush */
     uint64_t flush_bytes;        /* --flush-bytes; 0: the device's default */
-    double time_budget; /* 0: default */
+    double time_budget;          /* 0: default */
 } opts;
 
 typedef struct bench_case {
@@ -89,9 +88,12 @@ static int parse_bytes(const char *text, uint64_t *out) {
     unsigned long long v = strtoull(text, &end, 10);
     if (end == text || errno || text[0] == '-') return -1;
     int shift = 0;
-    if (*end == 'K') shift = 10;
-    else if (*end == 'M') shift = 20;
-    else if (*end == 'G') shift = 30;
+    if (*end == 'K')
+        shift = 10;
+    else if (*end == 'M')
+        shift = 20;
+    else if (*end == 'G')
+        shift = 30;
     if (shift) end++;
     if (*end || v == 0 || v > (1ull << (40 - shift))) return -1;
     *out = (uint64_t)v << shift;
@@ -100,10 +102,14 @@ static int parse_bytes(const char *text, uint64_t *out) {
 
 static int parse_options(opts *o, int argc, char **argv) {
     static const struct option long_opts[] = {
-        {"device", required_argument, NULL, 'd'}, {"suite", required_argument, NULL, 's'},
-        {"op", required_argument, NULL, 'p'},     {"params", required_argument, NULL, 'P'},
-        {"filter", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
-        {"quick", no_argument, NULL, 'q'},        {"time-budget", required_argument, NULL, 't'},
+        {"device", required_argument, NULL, 'd'},
+        {"suite", required_argument, NULL, 's'},
+        {"op", required_argument, NULL, 'p'},
+        {"params", required_argument, NULL, 'P'},
+        {"filter", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"quick", no_argument, NULL, 'q'},
+        {"time-budget", required_argument, NULL, 't'},
         {"host-overhead", no_argument, NULL, 'H'},
         {"import", required_argument, NULL, 'I'},
         {"cold", no_argument, NULL, 'C'},
@@ -301,8 +307,7 @@ static const char *fmt_time(double s, char *buf) {
 static void print_entry(const kk_bench_entry *e) {
     char med[32], lo[32], hi[32];
     printf("%-44s median %s  CI [%s, %s]  %.2f GB/s", e->name, fmt_time(e->summary.median, med),
-           fmt_time(e->summary.median_ci_low, lo), fmt_time(e->summary.median_ci_high, hi),
-           e->gbs);
+           fmt_time(e->summary.median_ci_low, lo), fmt_time(e->summary.median_ci_high, hi), e->gbs);
     if (e->flops > 0) printf("  %.3f TFLOP/s", e->tflops);
     printf("  n=%zu  stop=%s\n", e->m.n, kk_bench_stop_name(e->m.stop));
     fflush(stdout);
@@ -430,8 +435,10 @@ static int run_cases(const opts *o, const char *device, kk_backend_kind kind, ca
     }
     if (ran > 0 && o->output && cli_bench_results_write(r, o->output) != CLI_OK) rc = CLI_FAILED;
     printf("%d ran, %d failed, %d skipped\n", ran, failed, selected - ran - failed);
-    if (keep && ran > 0) *keep = r;
-    else kk_bench_results_free(r);
+    if (keep && ran > 0)
+        *keep = r;
+    else
+        kk_bench_results_free(r);
     return rc;
 }
 
@@ -473,8 +480,8 @@ static int add_overhead_entry(kk_bench_results *r, const char *what, const char 
     snprintf(params[1].name, sizeof params[1].name, "part");
     params[1].kind = KK_BENCH_PARAM_STRING;
     snprintf(params[1].string, sizeof params[1].string, "%s", part);
-    const kk_bench_spec spec = {.name = name, .op = "host_overhead", .dtype = "",
-                                .params = params, .nparams = 2};
+    const kk_bench_spec spec = {
+        .name = name, .op = "host_overhead", .dtype = "", .params = params, .nparams = 2};
     if (kk_bench_results_add(r, &spec, m) != KK_OK) return 0;
     const kk_bench_entry *e = &r->entries[r->count - 1];
     char med[32], lo[32], hi[32];
@@ -486,8 +493,8 @@ static int add_overhead_entry(kk_bench_results *r, const char *what, const char 
     return 1;
 }
 
-static int run_host_overhead(const opts *o, const char *device, kk_backend_kind kind,
-                             case_list *l, int argc, char **argv) {
+static int run_host_overhead(const opts *o, const char *device, kk_backend_kind kind, case_list *l,
+                             int argc, char **argv) {
     int rc = host_overhead_cases(o, kind, l);
     if (rc != CLI_OK) return rc;
     kk_bench_results *r = cli_bench_results_new(device, argc, argv);
@@ -499,8 +506,10 @@ static int run_host_overhead(const opts *o, const char *device, kk_backend_kind 
         if (op == done || (o->filter && !strstr(l->v[i].name, o->filter))) continue;
         kk_bench_measurement dispatch, launch, bare, entry;
         /* the runtime's own launch cost once, as the floor of every op's */
-        kk_host_overhead h = {.dispatch = &dispatch, .launch = &launch,
-                              .bare = bare_done ? NULL : &bare, .entry = &entry};
+        kk_host_overhead h = {.dispatch = &dispatch,
+                              .launch = &launch,
+                              .bare = bare_done ? NULL : &bare,
+                              .entry = &entry};
         progress_show(i + 1, l->n, l->v[i].name);
         const kk_status st_h = kk_op_host_overhead(&l->v[i].c, device, 0, 0, &h);
         const int more = i + 1 < l->n && l->v[i + 1].c.params.op == op;

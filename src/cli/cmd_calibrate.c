@@ -7,26 +7,25 @@
 #include "kernelkit/calibrate.h"
 
 static void calibrate_help(FILE *out) {
-    fprintf(out,
-            "Usage: kernelkit calibrate [--device DEVICE] [--output FILE] [--quick]\n"
-            "\n"
-            "Measure the ceilings of a device and store them, so that benchmarks can\n"
-            "report shares of them. GPU: device-to-device copy bandwidth (bytes read +\n"
-            "written), read bandwidth, bf16 and fp8 e4m3 GEMM rate through cuBLASLt\n"
-            "(8192^3; unavailable, with the reason, when cuBLASLt cannot be loaded) and\n"
-            "the fp32 FMA rate. CPU: memcpy and read bandwidth and the fp32 rate of one\n"
-            "thread. Each is the median of the benchmark sampler's samples, with its CI.\n"
-            "\n"
-            "Options:\n"
-            "  --device DEVICE   cpu, cuda, cuda:N (default: the best device)\n"
-            "  --output FILE     where to store them (default:\n"
-            "                    $XDG_CACHE_HOME/kernelkit/ceilings-<device name>.json,\n"
-            "                    else ~/.cache/kernelkit/...)\n"
-            "  --quick           smaller buffers and shorter budgets (seconds, rougher)\n"
-            "  -h, --help        show this help\n"
-            "\n"
-            "Exit status: 0 measured and stored, 1 a measurement or the file failed,\n"
-            "2 usage error or the device cannot be used.\n");
+    fprintf(out, "Usage: kernelkit calibrate [--device DEVICE] [--output FILE] [--quick]\n"
+                 "\n"
+                 "Measure the ceilings of a device and store them, so that benchmarks can\n"
+                 "report shares of them. GPU: device-to-device copy bandwidth (bytes read +\n"
+                 "written), read bandwidth, bf16 and fp8 e4m3 GEMM rate through cuBLASLt\n"
+                 "(8192^3; unavailable, with the reason, when cuBLASLt cannot be loaded) and\n"
+                 "the fp32 FMA rate. CPU: memcpy and read bandwidth and the fp32 rate of one\n"
+                 "thread. Each is the median of the benchmark sampler's samples, with its CI.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --device DEVICE   cpu, cuda, cuda:N (default: the best device)\n"
+                 "  --output FILE     where to store them (default:\n"
+                 "                    $XDG_CACHE_HOME/kernelkit/ceilings-<device name>.json,\n"
+                 "                    else ~/.cache/kernelkit/...)\n"
+                 "  --quick           smaller buffers and shorter budgets (seconds, rougher)\n"
+                 "  -h, --help        show this help\n"
+                 "\n"
+                 "Exit status: 0 measured and stored, 1 a measurement or the file failed,\n"
+                 "2 usage error or the device cannot be used.\n");
 }
 
 /* ANCHORS.md figures (one H200, 2026-11-22) for reference; 0 = none. */
@@ -41,8 +40,7 @@ static double anchor(const char *device_name, kk_ceiling_kind k) {
 }
 
 static void print_table(const kk_calibration *cal, const char *path) {
-    printf("Ceilings of %s (%s)%s\n", cal->device, cal->device_name,
-           cal->quick ? ", quick" : "");
+    printf("Ceilings of %s (%s)%s\n", cal->device, cal->device_name, cal->quick ? ", quick" : "");
     if (cal->driver_version[0] || cal->sm_clock_mhz)
         printf("driver %s, SM clock %d MHz (max %d), memory clock %d MHz\n",
                cal->driver_version[0] ? cal->driver_version : "?", cal->sm_clock_mhz,
@@ -84,19 +82,12 @@ static int calibrate_run(int argc, char **argv) {
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
-        case 'd':
-            device = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'q':
-            o.quick = 1;
-            break;
+        case 'd': device = optarg; break;
+        case 'o': output = optarg; break;
+        case 'q': o.quick = 1; break;
         case ':':
             return cli_usage_error("calibrate", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("calibrate", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_usage_error("calibrate", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)

@@ -327,7 +327,8 @@ static void print_case(const opts *o, const kk_case *c, const kk_case_result *r)
         else
             printf("      rerun: kernelkit check --device %s%s%s --case %s --seed %llu%s\n",
                    o->device, o->suite_arg[0] ? " --suite " : "", o->suite_arg, c->name,
-                   (unsigned long long)c->seed, c->dist == KK_DIST_GPUMODE ? " --dist gpumode" : "");
+                   (unsigned long long)c->seed,
+                   c->dist == KK_DIST_GPUMODE ? " --dist gpumode" : "");
     }
 }
 

@@ -13,27 +13,26 @@
 #define CMD "compare"
 
 static void compare_help(FILE *out) {
-    fprintf(out,
-            "Usage: kernelkit compare BASE.json NEW.json [OPTIONS]\n"
-            "\n"
-            "Compare two benchmark results files benchmark by benchmark (matched by name):\n"
-            "ratio of medians new/base with a bootstrap CI, Mann-Whitney U p-value, Cliff's\n"
-            "delta and a verdict FASTER / SLOWER / SAME / AMBIGUOUS. SLOWER needs the whole\n"
-            "CI above 1 + threshold and p < alpha. Prints a markdown table and a summary\n"
-            "line; warns on stderr when the files come from different devices or clocks.\n"
-            "\n"
-            "Options:\n"
-            "  --threshold T    relative change that matters: 0.03 or 3%% (default); a\n"
-            "                   threshold stored in a results entry wins for that benchmark\n"
-            "  --alpha A        significance level of the U test (default 0.05)\n"
-            "  --seed S         bootstrap seed (default: a fixed seed, so runs repeat)\n"
-            "  --resamples B    bootstrap resamples, 1000 to 1000000 (default 10000)\n"
-            "  --markdown FILE  also write the markdown to FILE\n"
-            "  --json FILE      write the comparison as JSON (kernelkit.compare/1) to FILE\n"
-            "  -h, --help       show this help\n"
-            "\n"
-            "Exit status: 0 nothing SLOWER, 1 some benchmark SLOWER, 2 usage error, an\n"
-            "unreadable results file, or an output file that could not be written.\n");
+    fprintf(out, "Usage: kernelkit compare BASE.json NEW.json [OPTIONS]\n"
+                 "\n"
+                 "Compare two benchmark results files benchmark by benchmark (matched by name):\n"
+                 "ratio of medians new/base with a bootstrap CI, Mann-Whitney U p-value, Cliff's\n"
+                 "delta and a verdict FASTER / SLOWER / SAME / AMBIGUOUS. SLOWER needs the whole\n"
+                 "CI above 1 + threshold and p < alpha. Prints a markdown table and a summary\n"
+                 "line; warns on stderr when the files come from different devices or clocks.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --threshold T    relative change that matters: 0.03 or 3%% (default); a\n"
+                 "                   threshold stored in a results entry wins for that benchmark\n"
+                 "  --alpha A        significance level of the U test (default 0.05)\n"
+                 "  --seed S         bootstrap seed (default: a fixed seed, so runs repeat)\n"
+                 "  --resamples B    bootstrap resamples, 1000 to 1000000 (default 10000)\n"
+                 "  --markdown FILE  also write the markdown to FILE\n"
+                 "  --json FILE      write the comparison as JSON (kernelkit.compare/1) to FILE\n"
+                 "  -h, --help       show this help\n"
+                 "\n"
+                 "Exit status: 0 nothing SLOWER, 1 some benchmark SLOWER, 2 usage error, an\n"
+                 "unreadable results file, or an output file that could not be written.\n");
 }
 
 /* A number with nothing after it ("3%" allowed when pct); 0 on success. */
@@ -71,7 +70,8 @@ static int parse_value(args *a, int c, const char *v) {
     switch (c) {
     case 't':
         if (parse_double(v, 1, &x) || !(x >= 0 && x <= 1))
-            return cli_usage_error(CMD, "bad --threshold '%s': expected 0 to 1 (or 0%% to 100%%)", v);
+            return cli_usage_error(CMD, "bad --threshold '%s': expected 0 to 1 (or 0%% to 100%%)",
+                                   v);
         a->o.threshold = x;
         return 0;
     case 'a':
@@ -88,20 +88,19 @@ static int parse_value(args *a, int c, const char *v) {
             return cli_usage_error(CMD, "bad --resamples '%s': expected 1000 to 1000000", v);
         a->o.resamples = (int)u;
         return 0;
-    case 'm':
-        a->markdown = v;
-        return 0;
-    default:
-        a->json = v;
-        return 0;
+    case 'm': a->markdown = v; return 0;
+    default: a->json = v; return 0;
     }
 }
 
 static int parse_args(int argc, char **argv, args *a) {
     static const struct option opts[] = {
-        {"threshold", required_argument, NULL, 't'}, {"alpha", required_argument, NULL, 'a'},
-        {"seed", required_argument, NULL, 's'},      {"resamples", required_argument, NULL, 'r'},
-        {"markdown", required_argument, NULL, 'm'},  {"json", required_argument, NULL, 'j'},
+        {"threshold", required_argument, NULL, 't'},
+        {"alpha", required_argument, NULL, 'a'},
+        {"seed", required_argument, NULL, 's'},
+        {"resamples", required_argument, NULL, 'r'},
+        {"markdown", required_argument, NULL, 'm'},
+        {"json", required_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
     kk_bench_compare_options_default(&a->o);
@@ -113,7 +112,8 @@ static int parse_args(int argc, char **argv, args *a) {
         if ((rc = parse_value(a, c, optarg))) return rc;
     }
     if (argc - optind < 2) return cli_usage_error(CMD, "needs two results files: BASE NEW");
-    if (argc - optind > 2) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
+    if (argc - optind > 2)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
     a->base = a->o.base_label = argv[optind];
     a->cand = a->o.new_label = argv[optind + 1];
     return 0;
@@ -160,7 +160,8 @@ static int compare_run(int argc, char **argv) {
     kk_bench_comparison *c = NULL;
     if (kk_bench_compare(base, cand, &a.o, &c) != KK_OK)
         rc = (cli_fail(CMD, "comparing"), CLI_USAGE); /* 1 would read as SLOWER */
-    else if ((rc = emit(&a, c)) == CLI_OK && kk_bench_comparison_slower(c) > 0) rc = CLI_FAILED;
+    else if ((rc = emit(&a, c)) == CLI_OK && kk_bench_comparison_slower(c) > 0)
+        rc = CLI_FAILED;
     kk_bench_comparison_free(c);
     kk_bench_results_free(base);
     kk_bench_results_free(cand);

@@ -5,20 +5,19 @@
 #include "cli/cli.h"
 
 static void config_help(FILE *out) {
-    fprintf(out,
-            "Usage: kernelkit config [--mode MODE] [--level LEVEL] [--validate FILE]\n"
-            "\n"
-            "Print the effective configuration as JSON: the defaults, then KK_MODE and\n"
-            "KK_OPT_LEVEL, then the file named by KK_CONFIG, then the single-value\n"
-            "variables (KK_FP8, KK_TF32, KK_MEMORY_SAFETY_MARGIN, ...; see\n"
-            "docs/configuration.md). The output is a valid configuration file.\n"
-            "\n"
-            "Options:\n"
-            "  --mode MODE       start from a preset: inference, training, development\n"
-            "  --level LEVEL     then apply a level: conservative, balanced, aggressive\n"
-            "  --validate FILE   only check FILE: exit 0 if valid, 1 with the field and\n"
-            "                    the reason if not\n"
-            "  -h, --help        show this help\n");
+    fprintf(out, "Usage: kernelkit config [--mode MODE] [--level LEVEL] [--validate FILE]\n"
+                 "\n"
+                 "Print the effective configuration as JSON: the defaults, then KK_MODE and\n"
+                 "KK_OPT_LEVEL, then the file named by KK_CONFIG, then the single-value\n"
+                 "variables (KK_FP8, KK_TF32, KK_MEMORY_SAFETY_MARGIN, ...; see\n"
+                 "docs/configuration.md). The output is a valid configuration file.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --mode MODE       start from a preset: inference, training, development\n"
+                 "  --level LEVEL     then apply a level: conservative, balanced, aggressive\n"
+                 "  --validate FILE   only check FILE: exit 0 if valid, 1 with the field and\n"
+                 "                    the reason if not\n"
+                 "  -h, --help        show this help\n");
 }
 
 static int config_run(int argc, char **argv) {
@@ -36,10 +35,8 @@ static int config_run(int argc, char **argv) {
         case 'm': mode = optarg; break;
         case 'l': level = optarg; break;
         case 'v': validate = optarg; break;
-        case ':':
-            return cli_usage_error("config", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("config", "unknown option '%s'", argv[optind - 1]);
+        case ':': return cli_usage_error("config", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("config", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return cli_usage_error("config", "unexpected argument '%s'", argv[optind]);

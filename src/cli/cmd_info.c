@@ -7,16 +7,15 @@
 #include "cli/device_report.h"
 
 static void info_help(FILE *out) {
-    fprintf(out,
-            "Usage: kernelkit info [--json] [--device DEVICE]\n"
-            "\n"
-            "Show the build, the backends (and why one is unavailable), every device with\n"
-            "its properties and, for GPUs, live telemetry from NVML.\n"
-            "\n"
-            "Options:\n"
-            "  --json            print one JSON object instead of text\n"
-            "  --device DEVICE   only this device: cpu, cuda, cuda:N\n"
-            "  -h, --help        show this help\n");
+    fprintf(out, "Usage: kernelkit info [--json] [--device DEVICE]\n"
+                 "\n"
+                 "Show the build, the backends (and why one is unavailable), every device with\n"
+                 "its properties and, for GPUs, live telemetry from NVML.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --json            print one JSON object instead of text\n"
+                 "  --device DEVICE   only this device: cpu, cuda, cuda:N\n"
+                 "  -h, --help        show this help\n");
 }
 
 /* Fill `specs` with the devices to show; returns how many, or -1 on a bad --device. */
@@ -89,16 +88,10 @@ static int info_run(int argc, char **argv) {
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            json = 1;
-            break;
-        case 'd':
-            only = optarg;
-            break;
-        case ':':
-            return cli_usage_error("info", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        case 'j': json = 1; break;
+        case 'd': only = optarg; break;
+        case ':': return cli_usage_error("info", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);

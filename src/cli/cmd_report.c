@@ -67,8 +67,10 @@ static int parse_args(int argc, char **argv, args *a) {
             continue;
         }
         if (!is_html(optarg) && !is_markdown(optarg))
-            return cli_usage_error(CMD, "bad --output '%s': expected a .html, .htm, .md or "
-                                        ".markdown file name", optarg);
+            return cli_usage_error(CMD,
+                                   "bad --output '%s': expected a .html, .htm, .md or "
+                                   ".markdown file name",
+                                   optarg);
         if (a->noutputs == MAX_OUTPUTS) return cli_usage_error(CMD, "too many --output options");
         a->outputs[a->noutputs++] = optarg;
     }
@@ -106,9 +108,12 @@ static int produce(const args *a, const kk_bench_results *const *docs, int n,
             rc = cli_fail(CMD, path ? path : "markdown");
             continue;
         }
-        if (!path) fputs(text, stdout);
-        else if (cli_write_text(CMD, path, text)) rc = CLI_FAILED;
-        else fprintf(stderr, "kernelkit " CMD ": wrote %s\n", path);
+        if (!path)
+            fputs(text, stdout);
+        else if (cli_write_text(CMD, path, text))
+            rc = CLI_FAILED;
+        else
+            fprintf(stderr, "kernelkit " CMD ": wrote %s\n", path);
         free(text);
     }
     return rc;

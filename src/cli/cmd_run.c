@@ -176,7 +176,8 @@ static int list_ops(void) {
         printf("%s: %s\n  kernels: %s\n  parameters:\n", kk_op_name(op), kk_op_summary(op), have);
         for (int k = 0; k < kk_op_param_count(op); k++)
             printf("    %-13s %-40s %s\n", kk_op_param_at(op, k)->name,
-                   param_range(kk_op_param_at(op, k), text, sizeof text), kk_op_param_at(op, k)->help);
+                   param_range(kk_op_param_at(op, k), text, sizeof text),
+                   kk_op_param_at(op, k)->help);
         kk_op_params p;
         kk_op_tensor t[KK_OP_MAX_TENSORS];
         int n = 0;

@@ -104,8 +104,10 @@ static int run_smoke_checks(const char *device, op_tally *tally) {
             printf("  %-44s ERROR %s\n", cases[i].name, kk_last_error_message());
             continue;
         }
-        if (r.status == KK_CASE_PASS) tally[row].pass++;
-        else if (r.status == KK_CASE_SKIP) tally[row].skip++;
+        if (r.status == KK_CASE_PASS)
+            tally[row].pass++;
+        else if (r.status == KK_CASE_SKIP)
+            tally[row].skip++;
         else {
             tally[row].fail++;
             printf("  %-44s %s  %s\n", cases[i].name, kk_case_status_name(r.status), r.message);
@@ -145,17 +147,17 @@ static int write_outputs(const char *dir, const kk_bench_results *r) {
     if (rc == CLI_OK && cli_write_text(CMD, path, html) != 0) rc = CLI_FAILED;
     free(md);
     free(html);
-    if (rc == CLI_OK) printf("\nWrote %s/results.json, %s/report.md, %s/report.html\n", dir, dir, dir);
+    if (rc == CLI_OK)
+        printf("\nWrote %s/results.json, %s/report.md, %s/report.html\n", dir, dir, dir);
     return rc;
 }
 
 /* ---- the summary ---- */
 
-static void print_summary(const char *device, const op_tally *tally,
-                          const kk_bench_results *r) {
+static void print_summary(const char *device, const op_tally *tally, const kk_bench_results *r) {
     printf("\nSummary on %s:\n", device);
-    printf("  %-12s %6s %6s %6s   %-12s %10s %10s\n", "op", "pass", "fail", "skip",
-           "benchmarks", "GB/s", "TFLOP/s");
+    printf("  %-12s %6s %6s %6s   %-12s %10s %10s\n", "op", "pass", "fail", "skip", "benchmarks",
+           "GB/s", "TFLOP/s");
     for (int i = 0; i < kk_op_count(); i++) {
         const kk_op *op = kk_op_at(i);
         int nb = 0;

@@ -44,10 +44,10 @@ const char *report_gpu_capabilities(const kk_device_info *d, char *buf, size_t s
     int cc = d->cc_major * 10 + d->cc_minor;
     buf[0] = 0;
     size_t used = 0;
-#define ADD(s)                                                                           \
-    do {                                                                                 \
-        int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", (s));        \
-        if (n > 0 && (size_t)n < size - used) used += (size_t)n;                         \
+#define ADD(s)                                                                                     \
+    do {                                                                                           \
+        int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", (s));                  \
+        if (n > 0 && (size_t)n < size - used) used += (size_t)n;                                   \
     } while (0)
     if (cc >= 70) ADD("f16 tensor cores");
     if (cc >= 80) ADD("bf16/tf32 tensor cores, cp.async");
@@ -113,7 +113,8 @@ void report_print_device(FILE *out, const kk_device_info *d, int with_telemetry)
                 cli_format_bytes(d->host_mem_available_bytes, b, sizeof b));
         return;
     }
-    fprintf(out, "    compute cap.   %d.%d (%s)\n", d->cc_major, d->cc_minor, kk_arch_name(d->arch));
+    fprintf(out, "    compute cap.   %d.%d (%s)\n", d->cc_major, d->cc_minor,
+            kk_arch_name(d->arch));
     fprintf(out, "    SMs            %d\n", d->sm_count);
     fprintf(out, "    memory         %s total, %s free\n",
             cli_format_bytes(d->mem_total_bytes, a, sizeof a),
@@ -215,7 +216,8 @@ cJSON *report_device_json(const kk_device_info *d, int with_telemetry) {
         char feats[256];
         cJSON_AddNumberToObject(o, "cores", d->cpu_cores);
         cJSON_AddNumberToObject(o, "threads", d->cpu_threads);
-        cJSON_AddStringToObject(o, "simd", kk_cpu_features_str(d->cpu_features, feats, sizeof feats));
+        cJSON_AddStringToObject(o, "simd",
+                                kk_cpu_features_str(d->cpu_features, feats, sizeof feats));
         cJSON_AddNumberToObject(o, "memory_total_bytes", (double)d->host_mem_total_bytes);
         cJSON_AddNumberToObject(o, "memory_available_bytes", (double)d->host_mem_available_bytes);
         cJSON_AddItemToObject(o, "memory_manager", memory_stats_json(d->spec));

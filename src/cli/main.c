@@ -6,26 +6,18 @@
 #include "cli/cli.h"
 
 static const cli_command *const k_commands[] = {
-    &cli_cmd_info,
-    &cli_cmd_selftest,
-    &cli_cmd_config,
-    &cli_cmd_check,
-    &cli_cmd_run,
-    &cli_cmd_compare,
-    &cli_cmd_report,
-    &cli_cmd_calibrate,
-    &cli_cmd_bench,
+    &cli_cmd_info,    &cli_cmd_selftest, &cli_cmd_config,    &cli_cmd_check, &cli_cmd_run,
+    &cli_cmd_compare, &cli_cmd_report,   &cli_cmd_calibrate, &cli_cmd_bench,
 };
 #define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 
 static void print_usage(FILE *out) {
-    fprintf(out,
-            "Usage: kernelkit [--log SPEC] [COMMAND [OPTIONS]]\n"
-            "\n"
-            "Fast, proven-correct transformer kernels for NVIDIA GPUs with a CPU fallback.\n"
-            "With no command, runs the main job ('selftest') on the best device present.\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "Usage: kernelkit [--log SPEC] [COMMAND [OPTIONS]]\n"
+                 "\n"
+                 "Fast, proven-correct transformer kernels for NVIDIA GPUs with a CPU fallback.\n"
+                 "With no command, runs the main job ('selftest') on the best device present.\n"
+                 "\n"
+                 "Commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", k_commands[i]->name, k_commands[i]->summary);
     fprintf(out,
@@ -58,9 +50,7 @@ int main(int argc, char **argv) {
     int c;
     while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'h':
-            print_usage(stdout);
-            return CLI_OK;
+        case 'h': print_usage(stdout); return CLI_OK;
         case 'V':
             printf("kernelkit %s (commit %s)\n", kk_version(), kk_git_commit());
             return CLI_OK;
@@ -68,11 +58,9 @@ int main(int argc, char **argv) {
             if (kk_log_configure(optarg) != KK_OK)
                 return cli_usage_error(NULL, "bad --log value: %s", kk_last_error_message());
             break;
-        case ':':
-            return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+        case ':': return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
         default:
-            if (optopt)
-                return cli_usage_error(NULL, "unknown option '-%c'", optopt);
+            if (optopt) return cli_usage_error(NULL, "unknown option '-%c'", optopt);
             return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
         }
     }

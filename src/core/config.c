@@ -86,8 +86,8 @@ void kk_config_init_defaults(kk_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
     cfg->hardware.nvidia.architecture = KK_ARCH_UNKNOWN; /* auto */
-    cfg->hardware.cpu.num_threads = 0;                    /* auto */
-    cfg->memory.pool_limit_bytes = 0;                     /* unlimited */
+    cfg->hardware.cpu.num_threads = 0;                   /* auto */
+    cfg->memory.pool_limit_bytes = 0;                    /* unlimited */
     cfg->memory.max_pool_bytes = 0;
     cfg->kernels.op_count = 0;
     apply_preset(cfg, KK_CONFIG_MODE_INFERENCE);
@@ -150,8 +150,9 @@ static kk_status parse_name(const char *function, const char *const *names, int 
 kk_status kk_opt_level_parse(const char *text, kk_opt_level *out) {
     int i = 0;
     kk_status st = KK__CHECK_NOT_NULL(out);
-    if (!st) st = parse_name(__func__, k_level_names, KK_OPT_LEVEL_COUNT,
-                             "conservative, balanced or aggressive", text, &i);
+    if (!st)
+        st = parse_name(__func__, k_level_names, KK_OPT_LEVEL_COUNT,
+                        "conservative, balanced or aggressive", text, &i);
     if (!st) *out = (kk_opt_level)i;
     return st;
 }
@@ -159,8 +160,9 @@ kk_status kk_opt_level_parse(const char *text, kk_opt_level *out) {
 kk_status kk_config_mode_parse(const char *text, kk_config_mode *out) {
     int i = 0;
     kk_status st = KK__CHECK_NOT_NULL(out);
-    if (!st) st = parse_name(__func__, k_mode_names, KK_CONFIG_MODE_COUNT,
-                             "inference, training or development", text, &i);
+    if (!st)
+        st = parse_name(__func__, k_mode_names, KK_CONFIG_MODE_COUNT,
+                        "inference, training or development", text, &i);
     if (!st) *out = (kk_config_mode)i;
     return st;
 }
@@ -168,8 +170,9 @@ kk_status kk_config_mode_parse(const char *text, kk_config_mode *out) {
 kk_status kk_kernel_impl_parse(const char *text, kk_kernel_impl *out) {
     int i = 0;
     kk_status st = KK__CHECK_NOT_NULL(out);
-    if (!st) st = parse_name(__func__, k_impl_names, KK_KERNEL_IMPL_COUNT,
-                             "auto, cuda or cpu", text, &i);
+    if (!st)
+        st =
+            parse_name(__func__, k_impl_names, KK_KERNEL_IMPL_COUNT, "auto, cuda or cpu", text, &i);
     if (!st) *out = (kk_kernel_impl)i;
     return st;
 }
@@ -240,8 +243,8 @@ kk_status kk_config_set_kernel(kk_config *cfg, const char *op, kk_kernel_impl im
                                "\"%s\" is not a valid op name", shown);
     }
     if ((int)impl < 0 || impl >= KK_KERNEL_IMPL_COUNT)
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "impl", "auto, cuda or cpu",
-                             "%d", (int)impl);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "impl", "auto, cuda or cpu", "%d",
+                             (int)impl);
     int i = find_op(&cfg->kernels, op);
     kk_kernel_choice *slot = i >= 0 ? &cfg->kernels.ops[i] : NULL;
     if (!slot) {
@@ -271,8 +274,8 @@ kk_status kk_config_apply_logging(const kk_config *cfg) {
     if (st) return st;
     if ((int)cfg->debug.log_level < KK_LOG_OFF || cfg->debug.log_level > KK_LOG_TRACE)
         return kk__config_fail(__func__, NULL, "debug.log_level", NULL,
-                               "off, error, warn, info, debug or trace",
-                               "%d is not a log level", (int)cfg->debug.log_level);
+                               "off, error, warn, info, debug or trace", "%d is not a log level",
+                               (int)cfg->debug.log_level);
     const char *env = getenv("KK_LOG");
     if (env && *env) return KK_OK; /* the user's explicit KK_LOG wins */
     return kk_log_set_level("kernelkit", cfg->debug.log_level);
@@ -288,10 +291,9 @@ kk_status kk__config_fail(const char *function, const char *source, const char *
     vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
     int has_source = source && *source, has_path = path && *path;
-    return kk__set_error(KK_ERR_CONFIG, function, path, value, expected, NULL,
-                         "%.300s%s%.200s%s%s", has_source ? source : "",
-                         has_source ? ": " : "", has_path ? path : "", has_path ? ": " : "",
-                         body);
+    return kk__set_error(KK_ERR_CONFIG, function, path, value, expected, NULL, "%.300s%s%.200s%s%s",
+                         has_source ? source : "", has_source ? ": " : "", has_path ? path : "",
+                         has_path ? ": " : "", body);
 }
 
 void kk__config_printable(char *dst, size_t size, const char *text) {

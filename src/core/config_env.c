@@ -100,8 +100,7 @@ static kk_status apply_threads(const char *function, const env_var *v, const cha
     return KK_OK;
 }
 
-static kk_status apply_var(const char *function, const env_var *v, const char *s,
-                           kk_config *cfg) {
+static kk_status apply_var(const char *function, const env_var *v, const char *s, kk_config *cfg) {
     char archs[256];
     switch (v->kind) {
     case E_BOOL:
@@ -114,11 +113,9 @@ static kk_status apply_var(const char *function, const env_var *v, const char *s
             return env_fail(function, v->name, s, kk__config_arch_expected(archs, sizeof archs),
                             "unknown architecture");
         return KK_OK;
-    case E_MARGIN:
-        return apply_margin(function, v, s, cfg);
+    case E_MARGIN: return apply_margin(function, v, s, cfg);
     case E_THREADS:
-    default:
-        return apply_threads(function, v, s, cfg);
+    default: return apply_threads(function, v, s, cfg);
     }
 }
 
@@ -171,8 +168,8 @@ kk_status kk_config_from_environment(kk_config *cfg) {
     if (!st && path) {
         st = kk__config_load_path(path, &tmp, __func__, "KK_CONFIG");
         if (!st)
-            KK_LOG(KK_LOG_DEBUG, KK__CONFIG_LOGGER, "config file applied",
-                   KK_F_STR("path", path), KK_F_STR("from", "KK_CONFIG"));
+            KK_LOG(KK_LOG_DEBUG, KK__CONFIG_LOGGER, "config file applied", KK_F_STR("path", path),
+                   KK_F_STR("from", "KK_CONFIG"));
     }
     if (!st) st = kk__config_env_fields(&tmp, __func__);
     if (!st) st = kk__config_check(&tmp, __func__, NULL);

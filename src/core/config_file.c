@@ -18,12 +18,12 @@ static kk_status io_error_var(const char *function, const char *var, const char 
     if (var)
         return kk__set_error(KK_ERR_IO, function, var, path, expected, NULL, "%s=%.400s: %s: %s",
                              var, path, what, reason);
-    return kk__set_error(KK_ERR_IO, function, "path", path, expected, NULL, "%s %.400s: %s",
-                         what, path, reason);
+    return kk__set_error(KK_ERR_IO, function, "path", path, expected, NULL, "%s %.400s: %s", what,
+                         path, reason);
 }
 
-static kk_status io_error(const char *function, const char *var, const char *path,
-                          const char *what, const char *expected, int err) {
+static kk_status io_error(const char *function, const char *var, const char *path, const char *what,
+                          const char *expected, int err) {
     char buf[128];
     /* GNU strerror_r (we build with _GNU_SOURCE): thread-safe, returns the text. */
     return io_error_var(function, var, path, what, expected, strerror_r(err, buf, sizeof buf));
@@ -42,8 +42,8 @@ static int read_bounded(int fd, size_t size_hint, char **out, size_t *len) {
     for (;;) {
         if (used + 1 == cap) {
             if (used > KK_CONFIG_MAX_FILE_BYTES) break; /* over the limit: caller rejects */
-            size_t grown = cap * 2 > KK_CONFIG_MAX_FILE_BYTES + 2 ? KK_CONFIG_MAX_FILE_BYTES + 2
-                                                                 : cap * 2;
+            size_t grown =
+                cap * 2 > KK_CONFIG_MAX_FILE_BYTES + 2 ? KK_CONFIG_MAX_FILE_BYTES + 2 : cap * 2;
             char *p = realloc(buf, grown);
             if (!p) {
                 free(buf);

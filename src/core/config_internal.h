@@ -21,8 +21,8 @@ kk_status kk__config_check(const kk_config *cfg, const char *function, const cha
 
 /* Parse and apply `len` bytes of JSON (text[len] must be NUL) onto *cfg,
  * validate the result, and commit it only on success. */
-kk_status kk__config_load_text(const char *text, size_t len, kk_config *cfg,
-                               const char *function, const char *source);
+kk_status kk__config_load_text(const char *text, size_t len, kk_config *cfg, const char *function,
+                               const char *source);
 
 /* Validate, then print the whole config as indented JSON into a malloc'd
  * string (*out; NULL on failure). */

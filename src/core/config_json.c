@@ -34,7 +34,7 @@ typedef enum kind {
 typedef struct field {
     const char *key; /* NULL ends a list */
     kind kind;
-    size_t offset; /* from the start of kk_config */
+    size_t offset;                /* from the start of kk_config */
     const struct field *children; /* K_OBJECT */
 } field;
 
@@ -93,7 +93,7 @@ typedef struct load_ctx {
     const char *source; /* file or variable, for messages; may be NULL */
 } load_ctx;
 
-#define FAIL(ctx, path, value, expected, ...) \
+#define FAIL(ctx, path, value, expected, ...)                                                      \
     kk__config_fail((ctx)->function, (ctx)->source, (path), (value), (expected), __VA_ARGS__)
 
 static const char *type_name(const cJSON *item) {
@@ -133,8 +133,8 @@ static kk_status type_error(const load_ctx *ctx, const char *path, const cJSON *
     char v[96];
     describe(item, v, sizeof v);
     if (cJSON_IsString(item) || cJSON_IsNumber(item))
-        return FAIL(ctx, path, v, expected, "expected %s, found %s %s", expected,
-                    type_name(item), v);
+        return FAIL(ctx, path, v, expected, "expected %s, found %s %s", expected, type_name(item),
+                    v);
     return FAIL(ctx, path, v, expected, "expected %s, found %s", expected, type_name(item));
 }
 
@@ -150,8 +150,8 @@ static void child_path(char *out, const char *parent, const char *key) {
 /* ---- scalar fields ---- */
 
 /* A JSON number that must be a whole number in [0, max]. */
-static kk_status read_count(const load_ctx *ctx, const char *path, const cJSON *item,
-                            double max, const char *range, double *out) {
+static kk_status read_count(const load_ctx *ctx, const char *path, const cJSON *item, double max,
+                            const char *range, double *out) {
     char v[96];
     if (!cJSON_IsNumber(item)) return type_error(ctx, path, item, "a non-negative integer");
     double d = item->valuedouble;
@@ -166,7 +166,7 @@ static kk_status read_count(const load_ctx *ctx, const char *path, const cJSON *
 }
 
 static kk_status bad_name(const load_ctx *ctx, const char *path, const cJSON *item,
-                         const char *expected) {
+                          const char *expected) {
     char v[96];
     describe(item, v, sizeof v);
     return FAIL(ctx, path, v, expected, "%s is not one of %s", v, expected);
@@ -174,8 +174,8 @@ static kk_status bad_name(const load_ctx *ctx, const char *path, const cJSON *it
 
 /* Enum-valued strings: mode, level, architecture, log level (any case, as the
  * parse helpers accept; their own error is replaced by one naming the path). */
-static kk_status read_enum(const load_ctx *ctx, const char *path, const field *f,
-                           const cJSON *item, kk_config *cfg) {
+static kk_status read_enum(const load_ctx *ctx, const char *path, const field *f, const cJSON *item,
+                           kk_config *cfg) {
     char archs[256];
     const char *s = cJSON_GetStringValue(item);
     if (!s) return type_error(ctx, path, item, "a string");
@@ -241,8 +241,7 @@ static kk_status read_field(const load_ctx *ctx, const char *path, const field *
     double d = 0;
     kk_status st = KK_OK;
     switch (f->kind) {
-    case K_OBJECT:
-        return read_object(ctx, path, item, f->children, cfg);
+    case K_OBJECT: return read_object(ctx, path, item, f->children, cfg);
     case K_BOOL:
         if (!cJSON_IsBool(item)) return type_error(ctx, path, item, "a boolean");
         *FIELD_PTR(cfg, f, bool) = cJSON_IsTrue(item);
@@ -263,10 +262,8 @@ static kk_status read_field(const load_ctx *ctx, const char *path, const field *
         st = read_count(ctx, path, item, KK_CONFIG_MAX_THREADS, "an integer from 0 to 4096", &d);
         if (!st) *FIELD_PTR(cfg, f, int) = (int)d;
         return st;
-    case K_OPS:
-        return read_ops(ctx, path, item, FIELD_PTR(cfg, f, kk_kernels_config));
-    default:
-        return read_enum(ctx, path, f, item, cfg);
+    case K_OPS: return read_ops(ctx, path, item, FIELD_PTR(cfg, f, kk_kernels_config));
+    default: return read_enum(ctx, path, f, item, cfg);
     }
 }
 
@@ -300,8 +297,7 @@ static kk_status read_object(const load_ctx *ctx, const char *path, const cJSON 
             return FAIL(ctx, p, NULL, keys, "unknown key (expected %s)", keys);
         }
         unsigned bit = 1u << (unsigned)(f - fields);
-        if (seen & bit)
-            return FAIL(ctx, p, NULL, "each key at most once", "duplicate key");
+        if (seen & bit) return FAIL(ctx, p, NULL, "each key at most once", "duplicate key");
         seen |= bit;
         kk_status st = read_field(ctx, p, f, c, cfg);
         if (st) return st;
@@ -320,8 +316,8 @@ static kk_status apply_document_presets(const load_ctx *ctx, const cJSON *root, 
         if (!st) st = kk_config_apply_preset(cfg, cfg->mode);
     }
     if (!st && level) {
-        st = read_field(ctx, "optimization_level", find_field(k_root, "optimization_level"),
-                        level, cfg);
+        st = read_field(ctx, "optimization_level", find_field(k_root, "optimization_level"), level,
+                        cfg);
         if (!st) st = kk_config_set_level(cfg, cfg->level);
     }
     return st;
@@ -367,8 +363,7 @@ static kk_status scan_text(const load_ctx *ctx, const char *text, size_t len, in
         } else if (c == '"') {
             in_string = 1;
         } else if (c == '{' || c == '[') {
-            if (++depth > MAX_DEPTH)
-                return fail_at(ctx, text, i, "nesting deeper than 8 levels");
+            if (++depth > MAX_DEPTH) return fail_at(ctx, text, i, "nesting deeper than 8 levels");
         } else if (c == '}' || c == ']') {
             depth--;
         }
@@ -394,8 +389,7 @@ static kk_status parse_text(const load_ctx *ctx, const char *text, size_t len, c
     if (all_whitespace(text, len))
         return FAIL(ctx, NULL, NULL, "a JSON object", "document is empty");
     if (memchr(text, 0, len))
-        return fail_at(ctx, text, (size_t)((const char *)memchr(text, 0, len) - text),
-                       "NUL byte");
+        return fail_at(ctx, text, (size_t)((const char *)memchr(text, 0, len) - text), "NUL byte");
     int open = 0;
     kk_status st = scan_text(ctx, text, len, &open);
     if (st) return st;
@@ -421,8 +415,8 @@ static kk_status parse_text(const load_ctx *ctx, const char *text, size_t len, c
     return KK_OK;
 }
 
-kk_status kk__config_load_text(const char *text, size_t len, kk_config *cfg,
-                               const char *function, const char *source) {
+kk_status kk__config_load_text(const char *text, size_t len, kk_config *cfg, const char *function,
+                               const char *source) {
     const load_ctx ctx = {function, source};
     cJSON *root = NULL;
     kk_status st = parse_text(&ctx, text, len, &root);
@@ -495,8 +489,7 @@ static cJSON *build_value(const kk_config *cfg, const field *f) {
     case K_THREADS: return raw_integer((uint64_t)*FIELD_CPTR(cfg, f, int));
     case K_MODE:
         return cJSON_CreateString(kk_config_mode_name(*FIELD_CPTR(cfg, f, kk_config_mode)));
-    case K_LEVEL:
-        return cJSON_CreateString(kk_opt_level_name(*FIELD_CPTR(cfg, f, kk_opt_level)));
+    case K_LEVEL: return cJSON_CreateString(kk_opt_level_name(*FIELD_CPTR(cfg, f, kk_opt_level)));
     case K_ARCH: return cJSON_CreateString(kk__config_arch_text(*FIELD_CPTR(cfg, f, kk_arch)));
     case K_LOG_LEVEL:
         return cJSON_CreateString(kk_log_level_name(*FIELD_CPTR(cfg, f, kk_log_level)));

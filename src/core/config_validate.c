@@ -13,7 +13,7 @@ typedef struct check_ctx {
     const char *source;
 } check_ctx;
 
-#define FAIL(ctx, path, value, expected, ...) \
+#define FAIL(ctx, path, value, expected, ...)                                                      \
     kk__config_fail((ctx)->function, (ctx)->source, (path), (value), (expected), __VA_ARGS__)
 
 static kk_status check_enums(const kk_config *cfg, const check_ctx *ctx) {
@@ -43,8 +43,8 @@ static kk_status check_hardware(const kk_hardware_config *hw, const check_ctx *c
     if (n < 0)
         return FAIL(ctx, "hardware.cpu.num_threads", v, "0 (auto) to 4096", "%s is below 0", v);
     if (n > KK_CONFIG_MAX_THREADS)
-        return FAIL(ctx, "hardware.cpu.num_threads", v, "0 (auto) to 4096",
-                    "%s is above %d", v, KK_CONFIG_MAX_THREADS);
+        return FAIL(ctx, "hardware.cpu.num_threads", v, "0 (auto) to 4096", "%s is above %d", v,
+                    KK_CONFIG_MAX_THREADS);
     return KK_OK;
 }
 

@@ -60,7 +60,8 @@ static inline uint32_t encode_mag(uint32_t a, uint32_t mbits, uint32_t bias, uin
     sh = sh < nsh ? nsh : sh;
     sh = sh > 25 ? 25 : sh;
     /* normal: base + (m24 >> nsh) = (E - 1) << mbits + (1 << mbits | mantissa) */
-    const uint32_t base = eb >= 128 - (int32_t)bias ? (uint32_t)(eb - 128 + (int32_t)bias) << mbits : 0u;
+    const uint32_t base =
+        eb >= 128 - (int32_t)bias ? (uint32_t)(eb - 128 + (int32_t)bias) << mbits : 0u;
     const uint32_t half = 1u << (sh - 1);
     const uint32_t q = (m24 + half - 1u + ((m24 >> sh) & 1u)) >> sh;
     uint32_t code = base + q;
@@ -132,34 +133,36 @@ static inline uint32_t bf16_to_f32bits(uint32_t b) {
  * leading bit, the f32 exponent is 1 - bias - mbits + p and the mantissa is
  * (m - 2^p) << (23 - p). */
 #define KK__LEAD(m) ((m) >= 4u ? 2u : (m) >= 2u ? 1u : 0u)
-#define KK__SUBNORMAL(m, mbits, bias)                                                 \
-    ((m) == 0u ? 0u                                                                   \
-               : ((128u - (bias) - (mbits) + KK__LEAD(m)) << 23) |                    \
+#define KK__SUBNORMAL(m, mbits, bias)                                                              \
+    ((m) == 0u ? 0u                                                                                \
+               : ((128u - (bias) - (mbits) + KK__LEAD(m)) << 23) |                                 \
                      (((m) - (1u << KK__LEAD(m))) << (23u - KK__LEAD(m))))
 #define KK__NORMAL(e, m, mbits, bias) ((((e) + 127u - (bias)) << 23) | ((m) << (23u - (mbits))))
 #define KK__QNAN(m, mbits) (0x7FC00000u | ((m) << (23u - (mbits))))
 
 /* magnitude bits of e4m3 code c (0..0x7F): exponent 15 is finite except 0x7F */
-#define KK__E4M3_MAG(c)                                                                 \
-    ((c) == 0x7Fu              ? KK__QNAN(7u, 3u)                                       \
-     : ((c) >> 3) == 0u        ? KK__SUBNORMAL((c) & 7u, 3u, 7u)                        \
-                               : KK__NORMAL((c) >> 3, (c) & 7u, 3u, 7u))
+#define KK__E4M3_MAG(c)                                                                            \
+    ((c) == 0x7Fu       ? KK__QNAN(7u, 3u)                                                         \
+     : ((c) >> 3) == 0u ? KK__SUBNORMAL((c)&7u, 3u, 7u)                                            \
+                        : KK__NORMAL((c) >> 3, (c)&7u, 3u, 7u))
 /* e5m2 code c (0..0x7F): exponent 31 is inf (m = 0) or NaN */
-#define KK__E5M2_MAG(c)                                                                 \
-    (((c) >> 2) == 31u   ? ((c) & 3u ? KK__QNAN((c) & 3u, 2u) : 0x7F800000u)            \
-     : ((c) >> 2) == 0u  ? KK__SUBNORMAL((c) & 3u, 2u, 15u)                             \
-                         : KK__NORMAL((c) >> 2, (c) & 3u, 2u, 15u))
+#define KK__E5M2_MAG(c)                                                                            \
+    (((c) >> 2) == 31u  ? ((c)&3u ? KK__QNAN((c)&3u, 2u) : 0x7F800000u)                            \
+     : ((c) >> 2) == 0u ? KK__SUBNORMAL((c)&3u, 2u, 15u)                                           \
+                        : KK__NORMAL((c) >> 2, (c)&3u, 2u, 15u))
 /* e2m1 code c (0..7): no inf, no NaN */
-#define KK__E2M1_MAG(c)                                                                 \
-    (((c) >> 1) == 0u ? KK__SUBNORMAL((c) & 1u, 1u, 1u) : KK__NORMAL((c) >> 1, (c) & 1u, 1u, 1u))
+#define KK__E2M1_MAG(c)                                                                            \
+    (((c) >> 1) == 0u ? KK__SUBNORMAL((c)&1u, 1u, 1u) : KK__NORMAL((c) >> 1, (c)&1u, 1u, 1u))
 
-#define KK__E4M3(c) (((uint32_t)((c) >> 7) << 31) | KK__E4M3_MAG((uint32_t)(c) & 0x7Fu))
-#define KK__E5M2(c) (((uint32_t)((c) >> 7) << 31) | KK__E5M2_MAG((uint32_t)(c) & 0x7Fu))
-#define KK__E2M1(c) (((uint32_t)((c) >> 3) << 31) | KK__E2M1_MAG((uint32_t)(c) & 0x7u))
+#define KK__E4M3(c) (((uint32_t)((c) >> 7) << 31) | KK__E4M3_MAG((uint32_t)(c)&0x7Fu))
+#define KK__E5M2(c) (((uint32_t)((c) >> 7) << 31) | KK__E5M2_MAG((uint32_t)(c)&0x7Fu))
+#define KK__E2M1(c) (((uint32_t)((c) >> 3) << 31) | KK__E2M1_MAG((uint32_t)(c)&0x7u))
 
 #define KK__R4(F, b) F((b) + 0u), F((b) + 1u), F((b) + 2u), F((b) + 3u)
-#define KK__R16(F, b) KK__R4(F, (b) + 0u), KK__R4(F, (b) + 4u), KK__R4(F, (b) + 8u), KK__R4(F, (b) + 12u)
-#define KK__R64(F, b) KK__R16(F, (b) + 0u), KK__R16(F, (b) + 16u), KK__R16(F, (b) + 32u), KK__R16(F, (b) + 48u)
+#define KK__R16(F, b)                                                                              \
+    KK__R4(F, (b) + 0u), KK__R4(F, (b) + 4u), KK__R4(F, (b) + 8u), KK__R4(F, (b) + 12u)
+#define KK__R64(F, b)                                                                              \
+    KK__R16(F, (b) + 0u), KK__R16(F, (b) + 16u), KK__R16(F, (b) + 32u), KK__R16(F, (b) + 48u)
 #define KK__R256(F) KK__R64(F, 0u), KK__R64(F, 64u), KK__R64(F, 128u), KK__R64(F, 192u)
 
 static const uint32_t k_e4m3_f32[256] = {KK__R256(KK__E4M3)};
@@ -243,8 +246,7 @@ float kk_e2m1_to_f32(uint8_t bits) { return bits_f32(k_e2m1_f32[bits & 0xFu]); }
 
 enum { CHUNK = 512 };
 
-static void load_f32bits(const void *src, kk_dtype t, size_t i0, size_t n, uint32_t *out,
-                         int odd) {
+static void load_f32bits(const void *src, kk_dtype t, size_t i0, size_t n, uint32_t *out, int odd) {
     switch (t) {
     case KK_DTYPE_F64: {
         const double *s = (const double *)src + i0;

@@ -28,18 +28,16 @@ kk_status kk__arg_error(kk_status status, const char *function, const char *argu
                         const char *expected, const char *value_fmt, ...) KK__PRINTF(5, 6);
 
 /* A free-form failure: "function: message". */
-kk_status kk__error(kk_status status, const char *function, const char *fmt, ...)
-    KK__PRINTF(3, 4);
+kk_status kk__error(kk_status status, const char *function, const char *fmt, ...) KK__PRINTF(3, 4);
 
 /* A failed CUDA call: the message ends with "(cudaErrorX: description)". */
 kk_status kk__cuda_error(kk_status status, const char *function, const char *cuda_error,
                          const char *cuda_description, const char *fmt, ...) KK__PRINTF(5, 6);
 
 /* Check a pointer argument; evaluates to the status to return, KK_OK if fine. */
-#define KK__CHECK_NOT_NULL(ptr)                                                           \
-    ((ptr) ? KK_OK                                                                        \
-           : kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, #ptr, "a non-NULL pointer", \
-                           "NULL"))
+#define KK__CHECK_NOT_NULL(ptr)                                                                    \
+    ((ptr) ? KK_OK                                                                                 \
+           : kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, #ptr, "a non-NULL pointer", "NULL"))
 
 #ifdef __cplusplus
 }

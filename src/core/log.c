@@ -21,7 +21,7 @@ enum {
 };
 
 #define LEVEL_LIST "one of error, warn, info, debug, trace, off"
-#define NAME_RULE                                                                          \
+#define NAME_RULE                                                                                  \
     "a logger name: dot-separated parts of letters, digits, '_' or '-', at most 127 bytes"
 
 /* ---- state ---- */
@@ -38,15 +38,15 @@ typedef struct prefix_level {
  * lock (it reads the atomic summaries below). A sink runs with g_out_lock
  * held, so records logged from inside a sink are dropped. */
 static pthread_rwlock_t g_levels_lock = PTHREAD_RWLOCK_INITIALIZER;
-static prefix_level g_prefixes[MAX_PREFIXES]; /* guarded by g_levels_lock */
-static size_t g_prefix_count;                 /* guarded by g_levels_lock */
+static prefix_level g_prefixes[MAX_PREFIXES];      /* guarded by g_levels_lock */
+static size_t g_prefix_count;                      /* guarded by g_levels_lock */
 static kk_log_level g_default_level = KK_LOG_WARN; /* guarded by g_levels_lock */
 
 /* Summaries for kk_log_enabled, published under the write lock. A reader
  * racing a reconfiguration may see the old or the new answer, nothing else. */
 static atomic_int g_max_level = KK_LOG_WARN; /* the highest level set anywhere */
 static atomic_int g_min_level = KK_LOG_WARN; /* the lowest */
-static atomic_size_t g_has_prefixes;        /* non-zero: per-logger levels exist */
+static atomic_size_t g_has_prefixes;         /* non-zero: per-logger levels exist */
 static atomic_int g_format = KK_LOG_FORMAT_TEXT;
 
 static void stderr_sink(const kk_log_record *record, void *user_data);
@@ -80,7 +80,7 @@ static int parse_level_n(const char *s, size_t n, kk_log_level *out) {
     static const struct {
         const char *name;
         kk_log_level level;
-    } k_names[] = {{"off", KK_LOG_OFF},     {"error", KK_LOG_ERROR}, {"warn", KK_LOG_WARN},
+    } k_names[] = {{"off", KK_LOG_OFF},      {"error", KK_LOG_ERROR}, {"warn", KK_LOG_WARN},
                    {"warning", KK_LOG_WARN}, {"info", KK_LOG_INFO},   {"debug", KK_LOG_DEBUG},
                    {"trace", KK_LOG_TRACE}};
     for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++) {
@@ -97,14 +97,14 @@ kk_status kk_log_level_parse(const char *text, kk_log_level *out) {
     if (st == KK_OK) st = KK__CHECK_NOT_NULL(out);
     if (st != KK_OK) return st;
     if (!parse_level_n(text, strlen(text), out))
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "text", LEVEL_LIST,
-                             "\"%.100s\"", text);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "text", LEVEL_LIST, "\"%.100s\"",
+                             text);
     return KK_OK;
 }
 
 static int is_name_char(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           c == '_' || c == '-';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           c == '-';
 }
 
 /* "kernelkit.cuda": non-empty parts joined by single dots. */
@@ -128,8 +128,7 @@ static int name_is_valid(const char *s, size_t n) {
 
 static int find_prefix_locked(const char *name, size_t len) {
     for (size_t i = 0; i < g_prefix_count; i++)
-        if (g_prefixes[i].len == len && memcmp(g_prefixes[i].name, name, len) == 0)
-            return (int)i;
+        if (g_prefixes[i].len == len && memcmp(g_prefixes[i].name, name, len) == 0) return (int)i;
     return -1;
 }
 
@@ -209,8 +208,8 @@ typedef struct parsed_spec {
 } parsed_spec;
 
 typedef struct spec_error {
-    char token[128];    /* the bad part */
-    char problem[384];  /* a sentence naming it and what is accepted */
+    char token[128];   /* the bad part */
+    char problem[384]; /* a sentence naming it and what is accepted */
     const char *expected;
 } spec_error;
 
@@ -219,8 +218,8 @@ static int spec_fail(spec_error *err, const char *expected, const char *token, s
     int tl = token_len > 100 ? 100 : (int)token_len, il = item_len > 150 ? 150 : (int)item_len;
     snprintf(err->token, sizeof err->token, "%.*s", tl, token);
     if (token == item && token_len == item_len)
-        snprintf(err->problem, sizeof err->problem, "bad %s \"%.*s\": expected %s", what, tl,
-                 token, expected);
+        snprintf(err->problem, sizeof err->problem, "bad %s \"%.*s\": expected %s", what, tl, token,
+                 expected);
     else
         snprintf(err->problem, sizeof err->problem, "bad %s \"%.*s\" in \"%.*s\": expected %s",
                  what, tl, token, il, item, expected);
@@ -349,8 +348,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static atomic_int g_init_state;
 static env_problems g_first_problems; /* written once by read_env_once, then read-only */
 
-static void note_problem(env_problems *p, const char *var, const char *value,
-                         const char *problem) {
+static void note_problem(env_problems *p, const char *var, const char *value, const char *problem) {
     env_problem *e = &p->item[p->count++];
     e->var = var;
     snprintf(e->value, sizeof e->value, "%s", value);
@@ -420,8 +418,8 @@ kk_status kk_log_set_level(const char *logger_prefix, kk_log_level level) {
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "logger_prefix", NAME_RULE,
                              "\"%.100s\"", logger_prefix);
     pthread_rwlock_wrlock(&g_levels_lock);
-    int full = len > 0 && find_prefix_locked(logger_prefix, len) < 0 &&
-               g_prefix_count == MAX_PREFIXES;
+    int full =
+        len > 0 && find_prefix_locked(logger_prefix, len) < 0 && g_prefix_count == MAX_PREFIXES;
     if (!full) {
         if (len == 0)
             g_default_level = level;
@@ -432,8 +430,8 @@ kk_status kk_log_set_level(const char *logger_prefix, kk_log_level level) {
     pthread_rwlock_unlock(&g_levels_lock);
     if (full)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "logger_prefix",
-                             "one of the prefixes already set: " TABLE_FULL,
-                             "\"%s\"", logger_prefix);
+                             "one of the prefixes already set: " TABLE_FULL, "\"%s\"",
+                             logger_prefix);
     return KK_OK;
 }
 

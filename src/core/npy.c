@@ -37,9 +37,9 @@ static uint64_t size_cap(void) {
 /* ---- types ---- */
 
 typedef struct npy_type {
-    char kind;       /* 'b' 'i' 'u' 'f' 'c' 'V', or 'n' for an ml_dtypes name */
-    size_t itemsize; /* bytes per numpy item */
-    kk_dtype dtype;  /* or KK_NPY_DTYPE_NONE */
+    char kind;                    /* 'b' 'i' 'u' 'f' 'c' 'V', or 'n' for an ml_dtypes name */
+    size_t itemsize;              /* bytes per numpy item */
+    kk_dtype dtype;               /* or KK_NPY_DTYPE_NONE */
     char canon[KK_NPY_DESCR_MAX]; /* normalized descr of the data in host order */
 } npy_type;
 
@@ -136,10 +136,8 @@ static int parse_descr(const char *s, npy_type *t, char *order) {
     case 'c':
         if (size != 8 && size != 16) return -1;
         break;
-    case 'V':
-        break; /* raw bytes, never swapped */
-    default:
-        return -1;
+    case 'V': break; /* raw bytes, never swapped */
+    default: return -1;
     }
     set_canon(t);
     return 0;
@@ -149,16 +147,34 @@ static int parse_descr(const char *s, npy_type *t, char *order) {
 static int type_for_dtype(kk_dtype d, npy_type *t) {
     memset(t, 0, sizeof *t);
     switch (d) {
-    case KK_DTYPE_F64: t->kind = 'f'; t->itemsize = 8; break;
-    case KK_DTYPE_F32: t->kind = 'f'; t->itemsize = 4; break;
-    case KK_DTYPE_F16: t->kind = 'f'; t->itemsize = 2; break;
+    case KK_DTYPE_F64:
+        t->kind = 'f';
+        t->itemsize = 8;
+        break;
+    case KK_DTYPE_F32:
+        t->kind = 'f';
+        t->itemsize = 4;
+        break;
+    case KK_DTYPE_F16:
+        t->kind = 'f';
+        t->itemsize = 2;
+        break;
     case KK_DTYPE_BF16: set_ml(t, &k_ml_names[0]); return 0;
     case KK_DTYPE_FP8_E4M3: set_ml(t, &k_ml_names[1]); return 0;
     case KK_DTYPE_FP8_E5M2: set_ml(t, &k_ml_names[2]); return 0;
     case KK_DTYPE_E2M1: /* packed: stored as uint8, two elements per byte */
-    case KK_DTYPE_UINT8: t->kind = 'u'; t->itemsize = 1; break;
-    case KK_DTYPE_INT8: t->kind = 'i'; t->itemsize = 1; break;
-    case KK_DTYPE_INT32: t->kind = 'i'; t->itemsize = 4; break;
+    case KK_DTYPE_UINT8:
+        t->kind = 'u';
+        t->itemsize = 1;
+        break;
+    case KK_DTYPE_INT8:
+        t->kind = 'i';
+        t->itemsize = 1;
+        break;
+    case KK_DTYPE_INT32:
+        t->kind = 'i';
+        t->itemsize = 4;
+        break;
     default: return -1;
     }
     t->dtype = d;
@@ -168,11 +184,16 @@ static int type_for_dtype(kk_dtype d, npy_type *t) {
 
 const char *kk_npy_dtype_descr(kk_dtype dtype) {
     static const char *const k_descr[KK_DTYPE_COUNT] = {
-        [KK_DTYPE_F64] = "<f8",           [KK_DTYPE_F32] = "<f4",
-        [KK_DTYPE_F16] = "<f2",           [KK_DTYPE_BF16] = "bfloat16",
-        [KK_DTYPE_FP8_E4M3] = "float8_e4m3fn", [KK_DTYPE_FP8_E5M2] = "float8_e5m2",
-        [KK_DTYPE_E2M1] = "|u1",          [KK_DTYPE_INT8] = "|i1",
-        [KK_DTYPE_UINT8] = "|u1",         [KK_DTYPE_INT32] = "<i4",
+        [KK_DTYPE_F64] = "<f8",
+        [KK_DTYPE_F32] = "<f4",
+        [KK_DTYPE_F16] = "<f2",
+        [KK_DTYPE_BF16] = "bfloat16",
+        [KK_DTYPE_FP8_E4M3] = "float8_e4m3fn",
+        [KK_DTYPE_FP8_E5M2] = "float8_e5m2",
+        [KK_DTYPE_E2M1] = "|u1",
+        [KK_DTYPE_INT8] = "|i1",
+        [KK_DTYPE_UINT8] = "|u1",
+        [KK_DTYPE_INT32] = "<i4",
     };
     if ((int)dtype < 0 || dtype >= KK_DTYPE_COUNT) return NULL;
     return k_descr[dtype];
@@ -181,15 +202,16 @@ const char *kk_npy_dtype_descr(kk_dtype dtype) {
 /* Element count and data bytes of a shape, with the caps. The shape is in
  * elements of t (logical e2m1 elements when `packed`). Returns 0, or -1 when
  * the array would exceed KK_NPY_MAX_BYTES. */
-static int shape_size(const int64_t *shape, int ndim, size_t itemsize, int packed,
-                      size_t *count, size_t *nbytes) {
+static int shape_size(const int64_t *shape, int ndim, size_t itemsize, int packed, size_t *count,
+                      size_t *nbytes) {
     uint64_t cap = size_cap(), n = 1;
     int zero = 0;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] < 0 || (uint64_t)shape[d] > KK_NPY_MAX_BYTES) return -1;
         if (shape[d] == 0) zero = 1;
     }
-    if (zero) n = 0;
+    if (zero)
+        n = 0;
     else
         for (int d = 0; d < ndim; d++) {
             if (n > cap / (uint64_t)shape[d]) return -1;
@@ -211,8 +233,8 @@ static int shape_size(const int64_t *shape, int ndim, size_t itemsize, int packe
 static void format_shape(const int64_t *shape, int ndim, char *buf, size_t cap) {
     size_t used = (size_t)snprintf(buf, cap, "(");
     for (int d = 0; d < ndim && used < cap; d++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", d ? ", " : "",
-                                 (long long)shape[d]);
+        used +=
+            (size_t)snprintf(buf + used, cap - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
     if (used < cap) snprintf(buf + used, cap - used, ndim == 1 ? ",)" : ")");
 }
 
@@ -263,13 +285,13 @@ typedef struct hparser {
 
 typedef struct header_info {
     int have_descr, have_fortran, have_shape;
-    int structured;          /* descr was not a string */
+    int structured; /* descr was not a string */
     char descr[KK_NPY_DESCR_MAX];
     int descr_too_long;
     int fortran;
-    int ndim;                /* entries in shape, even beyond KK_NPY_MAX_DIMS */
+    int ndim; /* entries in shape, even beyond KK_NPY_MAX_DIMS */
     int64_t shape[KK_NPY_MAX_DIMS];
-    int too_large;           /* a dimension over KK_NPY_MAX_BYTES */
+    int too_large; /* a dimension over KK_NPY_MAX_BYTES */
 } header_info;
 
 static kk_status malformed(hparser *h, size_t at, const char *fmt, ...) KK__PRINTF(3, 4);
@@ -296,8 +318,10 @@ static int peek(const hparser *h) { return h->i < h->n ? h->p[h->i] : -1; }
 
 static const char *describe_char(int ch, char *buf, size_t cap) {
     if (ch < 0) return "the end of the header";
-    if (ch >= 0x20 && ch < 0x7f) snprintf(buf, cap, "'%c'", ch);
-    else snprintf(buf, cap, "byte 0x%02x", ch);
+    if (ch >= 0x20 && ch < 0x7f)
+        snprintf(buf, cap, "'%c'", ch);
+    else
+        snprintf(buf, cap, "byte 0x%02x", ch);
     return buf;
 }
 
@@ -307,8 +331,7 @@ static kk_status parse_string(hparser *h, char *out, size_t cap, int *too_long) 
     unsigned char q = h->p[h->i++];
     if (too_long) *too_long = 0;
     for (;;) {
-        if (h->i >= h->n || h->p[h->i] == '\n')
-            return malformed(h, start, "unterminated string");
+        if (h->i >= h->n || h->p[h->i] == '\n') return malformed(h, start, "unterminated string");
         unsigned char ch = h->p[h->i++];
         if (ch == q) break;
         if (ch == '\\') {
@@ -317,8 +340,10 @@ static kk_status parse_string(hparser *h, char *out, size_t cap, int *too_long) 
             ch = h->p[h->i++];
         }
         if (out) {
-            if (len + 1 < cap) out[len++] = (char)ch;
-            else if (too_long) *too_long = 1;
+            if (len + 1 < cap)
+                out[len++] = (char)ch;
+            else if (too_long)
+                *too_long = 1;
         }
     }
     if (out) out[len] = 0;
@@ -339,8 +364,10 @@ static kk_status parse_int(hparser *h, int64_t *value, int *negative, int *overf
     uint64_t v = 0;
     while (h->i < h->n && is_digit(h->p[h->i])) {
         unsigned d = (unsigned)(h->p[h->i++] - '0');
-        if (v > ((uint64_t)INT64_MAX - d) / 10) *overflow = 1;
-        else v = v * 10 + d;
+        if (v > ((uint64_t)INT64_MAX - d) / 10)
+            *overflow = 1;
+        else
+            v = v * 10 + d;
     }
     if (h->i == digits) return malformed(h, start, "expected an integer");
     if (h->p[digits] == '0' && h->i - digits > 1)
@@ -434,8 +461,7 @@ static kk_status parse_shape(hparser *h, header_info *info) {
         int neg, ovf;
         kk_status st = parse_int(h, &v, &neg, &ovf);
         if (st) return st;
-        if (neg && (v != 0 || ovf))
-            return malformed(h, at, "negative dimension in 'shape'");
+        if (neg && (v != 0 || ovf)) return malformed(h, at, "negative dimension in 'shape'");
         if (ovf || (uint64_t)v > KK_NPY_MAX_BYTES) info->too_large = 1;
         if (info->ndim < KK_NPY_MAX_DIMS) info->shape[info->ndim] = v;
         if (info->ndim < 1000000) info->ndim++;
@@ -466,7 +492,8 @@ static kk_status parse_header(hparser *h, header_info *info) {
     if (nul) return malformed(h, (size_t)((const unsigned char *)nul - h->p), "NUL byte");
     skip_ws(h);
     if (peek(h) != '{')
-        return malformed(h, h->i, "expected '{', found %s", describe_char(peek(h), tmp, sizeof tmp));
+        return malformed(h, h->i, "expected '{', found %s",
+                         describe_char(peek(h), tmp, sizeof tmp));
     h->i++;
     for (;;) {
         skip_ws(h);
@@ -486,9 +513,12 @@ static kk_status parse_header(hparser *h, header_info *info) {
         h->i++;
         skip_ws(h);
         int *seen = NULL;
-        if (!key_long && !strcmp(key, "descr")) seen = &info->have_descr;
-        else if (!key_long && !strcmp(key, "fortran_order")) seen = &info->have_fortran;
-        else if (!key_long && !strcmp(key, "shape")) seen = &info->have_shape;
+        if (!key_long && !strcmp(key, "descr"))
+            seen = &info->have_descr;
+        else if (!key_long && !strcmp(key, "fortran_order"))
+            seen = &info->have_fortran;
+        else if (!key_long && !strcmp(key, "shape"))
+            seen = &info->have_shape;
         else
             return malformed(h, key_at,
                              "unexpected key '%s' (the keys are 'descr', 'fortran_order' and "
@@ -508,9 +538,12 @@ static kk_status parse_header(hparser *h, header_info *info) {
                 return malformed(h, value_at, "'descr' must be a string");
             }
         } else if (seen == &info->have_fortran) {
-            if (match_word(h, "True")) info->fortran = 1;
-            else if (match_word(h, "False")) info->fortran = 0;
-            else return malformed(h, value_at, "'fortran_order' must be True or False");
+            if (match_word(h, "True"))
+                info->fortran = 1;
+            else if (match_word(h, "False"))
+                info->fortran = 0;
+            else
+                return malformed(h, value_at, "'fortran_order' must be True or False");
         } else {
             st = parse_shape(h, info);
         }
@@ -525,13 +558,15 @@ static kk_status parse_header(hparser *h, header_info *info) {
                              describe_char(peek(h), tmp, sizeof tmp));
     }
     size_t close_at = h->i++;
-    const char *missing = !info->have_descr ? "descr"
+    const char *missing = !info->have_descr     ? "descr"
                           : !info->have_fortran ? "fortran_order"
-                          : !info->have_shape ? "shape" : NULL;
+                          : !info->have_shape   ? "shape"
+                                                : NULL;
     if (missing) return malformed(h, close_at, "missing key '%s'", missing);
     for (size_t k = h->i; k < h->n; k++)
         if (!is_ws(h->p[k]))
-            return malformed(h, k, "unexpected %s after the dict (only spaces and a '\\n' may follow)",
+            return malformed(h, k,
+                             "unexpected %s after the dict (only spaces and a '\\n' may follow)",
                              describe_char(h->p[k], tmp, sizeof tmp));
     if (h->n == 0 || h->p[h->n - 1] != '\n')
         return malformed(h, h->n ? h->n - 1 : 0, "the header does not end with '\\n'");
@@ -551,7 +586,8 @@ static void swap_bytes(unsigned char *p, size_t n_units, size_t unit) {
 
 /* Bytes per unit to swap for a type (0: never swapped). */
 static size_t swap_unit(const npy_type *t) {
-    if (t->kind == 'i' || t->kind == 'u' || t->kind == 'f') return t->itemsize > 1 ? t->itemsize : 0;
+    if (t->kind == 'i' || t->kind == 'u' || t->kind == 'f')
+        return t->itemsize > 1 ? t->itemsize : 0;
     if (t->kind == 'c') return t->itemsize / 2;
     if (t->kind == 'n' && t->itemsize > 1) return t->itemsize; /* bfloat16: a 16-bit value */
     return 0;
@@ -563,7 +599,7 @@ typedef struct source {
     const unsigned char *mem; /* memory source, else fp */
     size_t len;
     FILE *fp;
-    int sized;     /* total size known (memory, regular file) */
+    int sized; /* total size known (memory, regular file) */
     uint64_t size;
     uint64_t pos;
     int read_error; /* errno of a failed read */
@@ -621,7 +657,8 @@ static kk_status read_npy(source *s, const rctx *c, kk_npy_array *out) {
         return fail(c, KK_ERR_IO, "truncated: %zu bytes, the file ends inside the .npy magic", n);
     }
     if (memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN)) return not_npy(c, pre, n);
-    if (n < 8) return fail(c, KK_ERR_IO, "truncated: the file ends inside the format version (byte 6)");
+    if (n < 8)
+        return fail(c, KK_ERR_IO, "truncated: the file ends inside the format version (byte 6)");
     unsigned major = pre[6], minor = pre[7];
     if (minor != 0 || major < 1 || major > 3)
         return fail(c, KK_ERR_UNSUPPORTED,
@@ -685,9 +722,12 @@ static kk_status read_npy(source *s, const rctx *c, kk_npy_array *out) {
                           info.descr[0] == '='
                       ? info.descr[1]
                       : info.descr[0];
-        if (k0 == 'O') why = ": object arrays hold pickled Python objects";
-        else if (k0 == 'U' || k0 == 'S' || k0 == 'a') why = ": string arrays are not numeric";
-        else if (k0 == 'M' || k0 == 'm') why = ": datetimes are not numeric";
+        if (k0 == 'O')
+            why = ": object arrays hold pickled Python objects";
+        else if (k0 == 'U' || k0 == 'S' || k0 == 'a')
+            why = ": string arrays are not numeric";
+        else if (k0 == 'M' || k0 == 'm')
+            why = ": datetimes are not numeric";
         return fail(c, KK_ERR_UNSUPPORTED,
                     "unsupported dtype '%s'%s (KernelKit reads bool, int8..int64, uint8..uint64, "
                     "float16/32/64, complex64/128, raw void 'V<n>' and the ml_dtypes names)",
@@ -731,8 +771,8 @@ static kk_status read_npy(source *s, const rctx *c, kk_npy_array *out) {
     if (s->read_error || n < nbytes) {
         free(data);
         if (s->read_error) return read_error(c, s);
-        return fail(c, KK_ERR_IO, "truncated: header says %zu bytes of data, file has %zu",
-                    nbytes, n);
+        return fail(c, KK_ERR_IO, "truncated: header says %zu bytes of data, file has %zu", nbytes,
+                    n);
     }
     if (!s->sized) {
         unsigned char extra;
@@ -808,10 +848,11 @@ kk_status kk_npy_read_file(const char *path, kk_npy_array *out) {
 
 static const char *dtype_label(kk_dtype d) {
     static const char *const k_names[KK_DTYPE_COUNT] = {
-        [KK_DTYPE_F64] = "f64",       [KK_DTYPE_F32] = "f32",           [KK_DTYPE_F16] = "f16",
-        [KK_DTYPE_BF16] = "bf16",     [KK_DTYPE_FP8_E4M3] = "fp8_e4m3", [KK_DTYPE_FP8_E5M2] = "fp8_e5m2",
-        [KK_DTYPE_E2M1] = "e2m1",     [KK_DTYPE_INT8] = "int8",         [KK_DTYPE_UINT8] = "uint8",
-        [KK_DTYPE_INT32] = "int32",
+        [KK_DTYPE_F64] = "f64",           [KK_DTYPE_F32] = "f32",
+        [KK_DTYPE_F16] = "f16",           [KK_DTYPE_BF16] = "bf16",
+        [KK_DTYPE_FP8_E4M3] = "fp8_e4m3", [KK_DTYPE_FP8_E5M2] = "fp8_e5m2",
+        [KK_DTYPE_E2M1] = "e2m1",         [KK_DTYPE_INT8] = "int8",
+        [KK_DTYPE_UINT8] = "uint8",       [KK_DTYPE_INT32] = "int32",
     };
     return (int)d >= 0 && d < KK_DTYPE_COUNT ? k_names[d] : "?";
 }
@@ -832,9 +873,9 @@ static kk_status reinterpret(const char *function, kk_npy_array *arr, kk_dtype d
     char order;
     /* Raw bits: void or integers. Packed e2m1 is stored as integers only: a '|V1'
      * comes from np.save of a one-byte ml_dtypes type, one element per byte. */
-    int raw = !parse_descr(arr->descr, &have, &order) &&
-              (have.kind == 'i' || have.kind == 'u' ||
-               (have.kind == 'V' && dtype != KK_DTYPE_E2M1));
+    int raw =
+        !parse_descr(arr->descr, &have, &order) &&
+        (have.kind == 'i' || have.kind == 'u' || (have.kind == 'V' && dtype != KK_DTYPE_E2M1));
     if (!raw || have.itemsize != want.itemsize || arr->itemsize != want.itemsize) {
         if (dtype == KK_DTYPE_E2M1)
             return kk__set_error(KK_ERR_INVALID_ARGUMENT, function, "dtype", "", "", NULL,
@@ -935,8 +976,8 @@ static kk_status check_shape_arg(const char *function, int ndim, const int64_t *
     return KK_OK;
 }
 
-static kk_status init_array(const char *function, kk_npy_array *arr, const npy_type *t,
-                            int ndim, const int64_t *shape) {
+static kk_status init_array(const char *function, kk_npy_array *arr, const npy_type *t, int ndim,
+                            const int64_t *shape) {
     int packed = t->dtype == KK_DTYPE_E2M1;
     int64_t dims[KK_NPY_MAX_DIMS] = {0};
     if (ndim) memcpy(dims, shape, (size_t)ndim * sizeof *dims);
@@ -1029,8 +1070,8 @@ static kk_status plan_write(const char *function, const kk_npy_array *arr, write
         if (dlen && (given.kind != w->t.kind || given.itemsize != w->t.itemsize ||
                      (given.kind == 'n' && strcmp(given.canon, w->t.canon))))
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, function, "arr->descr",
-                                 "empty or the descr of arr->dtype", "'%s' (dtype wants '%s')",
-                                 pd, kk_npy_dtype_descr(arr->dtype));
+                                 "empty or the descr of arr->dtype", "'%s' (dtype wants '%s')", pd,
+                                 kk_npy_dtype_descr(arr->dtype));
     } else {
         if (!dlen)
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, function, "arr->descr",
@@ -1123,7 +1164,8 @@ kk_status kk_npy_write_memory(const kk_npy_array *arr, void **buf, size_t *len) 
     write_plan w;
     if ((st = plan_write(__func__, arr, &w))) return st;
     if (w.nbytes > SIZE_MAX - w.header_len)
-        return kk__error(KK_ERR_OUT_OF_MEMORY, __func__, "%zu bytes do not fit in memory", w.nbytes);
+        return kk__error(KK_ERR_OUT_OF_MEMORY, __func__, "%zu bytes do not fit in memory",
+                         w.nbytes);
     unsigned char *out = malloc(w.header_len + w.nbytes);
     if (!out)
         return kk__error(KK_ERR_OUT_OF_MEMORY, __func__, "cannot allocate %zu bytes",

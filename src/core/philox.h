@@ -15,32 +15,31 @@
 #endif
 
 typedef struct kk__philox4 {
-  uint32_t v[4];
+    uint32_t v[4];
 } kk__philox4;
 
-KK__PHD void kk__philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi,
-                                uint32_t *lo) {
+KK__PHD void kk__philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi, uint32_t *lo) {
 #if defined(__CUDA_ARCH__)
-  *hi = __umulhi(a, b);
-  *lo = a * b;
+    *hi = __umulhi(a, b);
+    *lo = a * b;
 #else
-  const uint64_t p = (uint64_t)a * b;
-  *hi = (uint32_t)(p >> 32);
-  *lo = (uint32_t)p;
+    const uint64_t p = (uint64_t)a * b;
+    *hi = (uint32_t)(p >> 32);
+    *lo = (uint32_t)p;
 #endif
 }
 
 KK__PHD kk__philox4 kk__philox4x32_10(kk__philox4 c, uint32_t k0, uint32_t k1) {
-  for (int r = 0; r < 10; r++) {
-    uint32_t hi0, lo0, hi1, lo1;
-    kk__philox_mulhilo(0xD2511F53u, c.v[0], &hi0, &lo0);
-    kk__philox_mulhilo(0xCD9E8D57u, c.v[2], &hi1, &lo1);
-    const kk__philox4 n = {{hi1 ^ c.v[1] ^ k0, lo1, hi0 ^ c.v[3] ^ k1, lo0}};
-    c = n;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  return c;
+    for (int r = 0; r < 10; r++) {
+        uint32_t hi0, lo0, hi1, lo1;
+        kk__philox_mulhilo(0xD2511F53u, c.v[0], &hi0, &lo0);
+        kk__philox_mulhilo(0xCD9E8D57u, c.v[2], &hi1, &lo1);
+        const kk__philox4 n = {{hi1 ^ c.v[1] ^ k0, lo1, hi0 ^ c.v[3] ^ k1, lo0}};
+        c = n;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return c;
 }
 
 /* The four random words of keys j = 4*j4 .. 4*j4+3 of query row i:
@@ -49,23 +48,22 @@ KK__PHD kk__philox4 kk__philox4x32_10(kk__philox4 c, uint32_t k0, uint32_t k1) {
  * b is the batch (the sequence, for varlen), h the query head, i the query row
  * and j the key column inside that sequence. Key j is kept when word j mod 4
  * >= kk__dropout_threshold(p); a kept weight is scaled by 1 / (1 - p). */
-KK__PHD kk__philox4 kk__dropout_bits(uint64_t seed, uint64_t offset,
-                                     uint32_t bh, uint32_t i, uint32_t j4) {
-  const kk__philox4 c = {{j4, i, bh, (uint32_t)offset}};
-  return kk__philox4x32_10(c, (uint32_t)seed,
-                           (uint32_t)(seed >> 32) ^ (uint32_t)(offset >> 32));
+KK__PHD kk__philox4 kk__dropout_bits(uint64_t seed, uint64_t offset, uint32_t bh, uint32_t i,
+                                     uint32_t j4) {
+    const kk__philox4 c = {{j4, i, bh, (uint32_t)offset}};
+    return kk__philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32) ^ (uint32_t)(offset >> 32));
 }
 
 /* floor(p * 2^32), capped at 2^32 - 1; p in [0, 1). */
 KK__PHD uint32_t kk__dropout_threshold(double p) {
-  const double t = p * 4294967296.0;
-  return t >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)t;
+    const double t = p * 4294967296.0;
+    return t >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)t;
 }
 
 /* 1 when element (bh = b * Hq + h, i, j) is kept. */
-KK__PHD int kk__dropout_keep(uint64_t seed, uint64_t offset, uint32_t bh,
-                             uint32_t i, uint32_t j, uint32_t threshold) {
-  return kk__dropout_bits(seed, offset, bh, i, j >> 2).v[j & 3] >= threshold;
+KK__PHD int kk__dropout_keep(uint64_t seed, uint64_t offset, uint32_t bh, uint32_t i, uint32_t j,
+                             uint32_t threshold) {
+    return kk__dropout_bits(seed, offset, bh, i, j >> 2).v[j & 3] >= threshold;
 }
 
 #endif

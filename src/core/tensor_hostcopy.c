@@ -25,11 +25,11 @@ static void copy_row_e2m1(unsigned char *d, int64_t doff, const unsigned char *s
 }
 
 /* Typed loops so the compiler emits plain loads and stores. */
-#define COPY_ROW(T)                                                \
-    do {                                                           \
-        T *dp = (T *)dst->data + doff;                             \
-        const T *sp = (const T *)src->data + soff;                 \
-        for (int64_t i = 0; i < len; i++) dp[i * ds] = sp[i * ss]; \
+#define COPY_ROW(T)                                                                                \
+    do {                                                                                           \
+        T *dp = (T *)dst->data + doff;                                                             \
+        const T *sp = (const T *)src->data + soff;                                                 \
+        for (int64_t i = 0; i < len; i++) dp[i * ds] = sp[i * ss];                                 \
     } while (0)
 
 static void copy_row(const kk_tensor *dst, int64_t doff, int64_t ds, const kk_tensor *src,

@@ -23,20 +23,20 @@
  * rows as they lie in memory (no transpose of K per block), and the softmax
  * of 8 queries at a time is one vector operation per key. */
 typedef struct kk__att_kernels {
-  const char *name;
-  /* C[m,n] = diag(alpha) C + A B, or A B when alpha is NULL. A(i,k) is
+    const char *name;
+    /* C[m,n] = diag(alpha) C + A B, or A B when alpha is NULL. A(i,k) is
    * a[i * ars + k * aks]; B and C are row-major (ldb, ldc); n % KK__ATT_NT == 0. */
-  void (*gemm)(float *c, int64_t ldc, const float *a, int64_t ars, int64_t aks, const float *b,
-               int64_t ldb, int m, int n, int k, const float *alpha);
-  /* One key block of the online softmax for queries [0, n), n % 8 == 0:
+    void (*gemm)(float *c, int64_t ldc, const float *a, int64_t ars, int64_t aks, const float *b,
+                 int64_t ldb, int m, int n, int k, const float *alpha);
+    /* One key block of the online softmax for queries [0, n), n % 8 == 0:
    * s[nk][lds] holds scores (log2 units, -inf where masked) and gets the
    * weights 2^(s - m_new); per query, m becomes m_new, alpha 2^(m_old - m_new)
    * and sum the block's weights' sum. A query with no visible key so far keeps
    * m = -inf and gets weights 0. */
-  void (*softmax)(float *s, int64_t lds, int nk, int n, float *m, float *sum, float *alpha);
-  /* x[j] = 2^(x[j] - m) for j < n (0 for -inf); returns their sum. The same
+    void (*softmax)(float *s, int64_t lds, int nk, int n, float *m, float *sum, float *alpha);
+    /* x[j] = 2^(x[j] - m) for j < n (0 for -inf); returns their sum. The same
    * exp2 as softmax's, exposed for its accuracy test. */
-  float (*exp2_sum)(float *x, int n, float m);
+    float (*exp2_sum)(float *x, int n, float m);
 } kk__att_kernels;
 
 /* exp2 on [-1/2, 1/2]: 1 + r (C1 + r (C2 + ...)), a degree-5 fit of minimal
@@ -62,35 +62,35 @@ void kk__att_force_generic(int on);
  * (batch, head, sequence; each row of D elements contiguous), so a block
  * reads contiguous tensors and views of packed ones alike. */
 typedef struct kk__att_geom {
-  const kk_op_params *p; /* the `attention` op's: the mask (Sq, Sk), dropout */
-  int64_t B, Hq, Hkv, Sq, Sk, D, Dp; /* Dp: D rounded up to KK__ATT_NT */
-  int64_t q_bs, q_hs, q_ss, k_bs, k_hs, k_ss, v_bs, v_hs, v_ss, o_bs, o_hs, o_ss;
-  int64_t lse_bs, lse_hs, lse_ss;
-  kk_dtype dt;
-  float qscale; /* softmax scale * log2(e) */
-  int dropout;  /* p > 0: drop where the Philox word < drop_threshold */
-  uint32_t drop_threshold;
-  uint64_t seed, offset;
-  double keep_scale; /* 1 / (1 - p), 1 without dropout */
-  const void *q, *k, *v;
-  void *o;
-  float *lse; /* NULL when not asked */
-  const kk__att_kernels *kern;
+    const kk_op_params *p;             /* the `attention` op's: the mask (Sq, Sk), dropout */
+    int64_t B, Hq, Hkv, Sq, Sk, D, Dp; /* Dp: D rounded up to KK__ATT_NT */
+    int64_t q_bs, q_hs, q_ss, k_bs, k_hs, k_ss, v_bs, v_hs, v_ss, o_bs, o_hs, o_ss;
+    int64_t lse_bs, lse_hs, lse_ss;
+    kk_dtype dt;
+    float qscale; /* softmax scale * log2(e) */
+    int dropout;  /* p > 0: drop where the Philox word < drop_threshold */
+    uint32_t drop_threshold;
+    uint64_t seed, offset;
+    double keep_scale; /* 1 / (1 - p), 1 without dropout */
+    const void *q, *k, *v;
+    void *o;
+    float *lse; /* NULL when not asked */
+    const kk__att_kernels *kern;
 } kk__att_geom;
 
 /* One thread's buffers, allocated once per call (sizes in kk__att_scratch_floats). */
 typedef struct kk__att_scratch {
-  float *qt;    /* [Dp][BQ]   the query block, transposed and scaled */
-  float *k;     /* [BK][Dp]   the key block, when it needs converting to f32 */
-  float *v;     /* [BK][Dp]   the value block, when it needs converting or padding */
-  float *s;     /* [BK][BQ]   scores, then weights, transposed */
-  float *o;     /* [BQ][Dp]   the output accumulator of the last few key blocks */
-  float *o2;    /* [BQ][Dp]   ... and of the blocks before, folded in now and then */
-  float *carry; /* [BQ]       the rescale o2 owes since the last fold */
-  float *row;   /* [Dp]       one converted row */
-  float *m, *sum, *alpha; /* [BQ] running max (log2 units), block sum, rescale */
-  double *l;              /* [BQ] running sum: f64, as it adds up to Sk / BK terms */
-  int64_t *lo, *hi;     /* [BQ] the keys each row may see */
+    float *qt;              /* [Dp][BQ]   the query block, transposed and scaled */
+    float *k;               /* [BK][Dp]   the key block, when it needs converting to f32 */
+    float *v;               /* [BK][Dp]   the value block, when it needs converting or padding */
+    float *s;               /* [BK][BQ]   scores, then weights, transposed */
+    float *o;               /* [BQ][Dp]   the output accumulator of the last few key blocks */
+    float *o2;              /* [BQ][Dp]   ... and of the blocks before, folded in now and then */
+    float *carry;           /* [BQ]       the rescale o2 owes since the last fold */
+    float *row;             /* [Dp]       one converted row */
+    float *m, *sum, *alpha; /* [BQ] running max (log2 units), block sum, rescale */
+    double *l;              /* [BQ] running sum: f64, as it adds up to Sk / BK terms */
+    int64_t *lo, *hi;       /* [BQ] the keys each row may see */
 } kk__att_scratch;
 
 /* Floats of one thread's scratch, each part rounded up to 64 bytes. */

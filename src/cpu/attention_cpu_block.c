@@ -15,132 +15,128 @@
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 int64_t kk__att_scratch_floats(int64_t Dp) {
-  const int64_t BQ = KK__ATT_BQ, BK = KK__ATT_BK;
-  return 3 * round_up(BQ * Dp, 16) + 2 * round_up(BK * Dp, 16) + round_up(BK * BQ, 16) +
-         round_up(Dp, 16) + 4 * round_up(BQ, 16) + 3 * round_up(2 * BQ, 16);
+    const int64_t BQ = KK__ATT_BQ, BK = KK__ATT_BK;
+    return 3 * round_up(BQ * Dp, 16) + 2 * round_up(BK * Dp, 16) + round_up(BK * BQ, 16) +
+           round_up(Dp, 16) + 4 * round_up(BQ, 16) + 3 * round_up(2 * BQ, 16);
 }
 
 void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w) {
-  const int64_t BQ = KK__ATT_BQ, BK = KK__ATT_BK;
-  float *at = base;
+    const int64_t BQ = KK__ATT_BQ, BK = KK__ATT_BK;
+    float *at = base;
 #define TAKE(n) (at += round_up(n, 16), at - round_up(n, 16))
-  w->qt = TAKE(Dp * BQ);
-  w->o = TAKE(BQ * Dp);
-  w->o2 = TAKE(BQ * Dp);
-  w->carry = TAKE(BQ);
-  w->k = TAKE(BK * Dp);
-  w->v = TAKE(BK * Dp);
-  w->s = TAKE(BK * BQ);
-  w->row = TAKE(Dp);
-  w->m = TAKE(BQ);
-  w->sum = TAKE(BQ);
-  w->alpha = TAKE(BQ);
-  w->l = (double *)TAKE(2 * BQ);   /* 64-byte aligned, 8-byte elements */
-  w->lo = (int64_t *)TAKE(2 * BQ);
-  w->hi = (int64_t *)TAKE(2 * BQ);
+    w->qt = TAKE(Dp * BQ);
+    w->o = TAKE(BQ * Dp);
+    w->o2 = TAKE(BQ * Dp);
+    w->carry = TAKE(BQ);
+    w->k = TAKE(BK * Dp);
+    w->v = TAKE(BK * Dp);
+    w->s = TAKE(BK * BQ);
+    w->row = TAKE(Dp);
+    w->m = TAKE(BQ);
+    w->sum = TAKE(BQ);
+    w->alpha = TAKE(BQ);
+    w->l = (double *)TAKE(2 * BQ); /* 64-byte aligned, 8-byte elements */
+    w->lo = (int64_t *)TAKE(2 * BQ);
+    w->hi = (int64_t *)TAKE(2 * BQ);
 #undef TAKE
 }
 
 /* n elements from element idx of a q/k/v tensor, as f32. */
 static kk_status load_row(const void *base, kk_dtype dt, int64_t idx, int64_t n, float *dst) {
-  if (dt == KK_DTYPE_F32) {
-    memcpy(dst, (const float *)base + idx, (size_t)n * sizeof(float));
-    return KK_OK;
-  }
-  return kk_convert_host((const char *)base + kk_dtype_bytes(dt, (size_t)idx), dt, dst,
-                         KK_DTYPE_F32, (size_t)n);
+    if (dt == KK_DTYPE_F32) {
+        memcpy(dst, (const float *)base + idx, (size_t)n * sizeof(float));
+        return KK_OK;
+    }
+    return kk_convert_host((const char *)base + kk_dtype_bytes(dt, (size_t)idx), dt, dst,
+                           KK_DTYPE_F32, (size_t)n);
 }
 
 static kk_status store_row(void *base, kk_dtype dt, int64_t idx, int64_t n, const float *src) {
-  if (dt == KK_DTYPE_F32) {
-    memcpy((float *)base + idx, src, (size_t)n * sizeof(float));
-    return KK_OK;
-  }
-  return kk_convert_host(src, KK_DTYPE_F32, (char *)base + kk_dtype_bytes(dt, (size_t)idx), dt,
-                         (size_t)n);
+    if (dt == KK_DTYPE_F32) {
+        memcpy((float *)base + idx, src, (size_t)n * sizeof(float));
+        return KK_OK;
+    }
+    return kk_convert_host(src, KK_DTYPE_F32, (char *)base + kk_dtype_bytes(dt, (size_t)idx), dt,
+                           (size_t)n);
 }
 
 /* The query block transposed and scaled: qt[d][r] = q[r][d] * scale log2(e);
  * the padding columns up to ncols are 0. q0: the element index of row 0. */
 static kk_status load_q(const kk__att_geom *g, kk__att_scratch *w, int64_t q0, int rows,
                         int ncols) {
-  kk_status st = KK_OK;
-  for (int r = 0; r < rows && st == KK_OK; r++) {
-    st = load_row(g->q, g->dt, q0 + r * g->q_ss, g->D, w->row);
-    for (int64_t d = 0; d < g->D; d++)
-      w->qt[d * KK__ATT_BQ + r] = w->row[d] * g->qscale;
-  }
-  for (int64_t d = 0; d < g->D && rows < ncols; d++)
-    memset(w->qt + d * KK__ATT_BQ + rows, 0, (size_t)(ncols - rows) * sizeof(float));
-  return st;
+    kk_status st = KK_OK;
+    for (int r = 0; r < rows && st == KK_OK; r++) {
+        st = load_row(g->q, g->dt, q0 + r * g->q_ss, g->D, w->row);
+        for (int64_t d = 0; d < g->D; d++) w->qt[d * KK__ATT_BQ + r] = w->row[d] * g->qscale;
+    }
+    for (int64_t d = 0; d < g->D && rows < ncols; d++)
+        memset(w->qt + d * KK__ATT_BQ + rows, 0, (size_t)(ncols - rows) * sizeof(float));
+    return st;
 }
 
 /* Where the key block of K and V is read from (k0, v0: the element index of
  * its first row): the tensor itself for f32 (V only when D needs no padding),
  * else a converted copy; *ldk, *ldv: their row strides. */
-static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t k0, int64_t v0,
-                          int nk, const float **k, int64_t *ldk, const float **v, int64_t *ldv) {
-  const int64_t D = g->D, Dp = g->Dp;
-  kk_status st = KK_OK;
-  *k = g->dt == KK_DTYPE_F32 ? (const float *)g->k + k0 : w->k;
-  *ldk = g->dt == KK_DTYPE_F32 ? g->k_ss : D;
-  for (int j = 0; j < nk && g->dt != KK_DTYPE_F32 && st == KK_OK; j++)
-    st = load_row(g->k, g->dt, k0 + j * g->k_ss, D, w->k + j * D);
-  const int direct = g->dt == KK_DTYPE_F32 && D == Dp;
-  *v = direct ? (const float *)g->v + v0 : w->v;
-  *ldv = direct ? g->v_ss : Dp;
-  for (int j = 0; j < nk && !direct && st == KK_OK; j++) {
-    st = load_row(g->v, g->dt, v0 + j * g->v_ss, D, w->v + j * Dp);
-    memset(w->v + j * Dp + D, 0, (size_t)(Dp - D) * sizeof(float));
-  }
-  return st;
+static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t k0, int64_t v0, int nk,
+                          const float **k, int64_t *ldk, const float **v, int64_t *ldv) {
+    const int64_t D = g->D, Dp = g->Dp;
+    kk_status st = KK_OK;
+    *k = g->dt == KK_DTYPE_F32 ? (const float *)g->k + k0 : w->k;
+    *ldk = g->dt == KK_DTYPE_F32 ? g->k_ss : D;
+    for (int j = 0; j < nk && g->dt != KK_DTYPE_F32 && st == KK_OK; j++)
+        st = load_row(g->k, g->dt, k0 + j * g->k_ss, D, w->k + j * D);
+    const int direct = g->dt == KK_DTYPE_F32 && D == Dp;
+    *v = direct ? (const float *)g->v + v0 : w->v;
+    *ldv = direct ? g->v_ss : Dp;
+    for (int j = 0; j < nk && !direct && st == KK_OK; j++) {
+        st = load_row(g->v, g->dt, v0 + j * g->v_ss, D, w->v + j * Dp);
+        memset(w->v + j * Dp + D, 0, (size_t)(Dp - D) * sizeof(float));
+    }
+    return st;
 }
 
 /* -inf for the keys of the block a row may not see (only rows whose range
  * does not cover the whole block). */
 static void mask_block(kk__att_scratch *w, int rows, int64_t j0, int nk) {
-  for (int r = 0; r < rows; r++) {
-    const int64_t lo = w->lo[r] - j0, hi = w->hi[r] - j0; /* block-relative */
-    if (lo <= 0 && hi >= nk - 1 && w->hi[r] >= w->lo[r])
-      continue;
-    for (int j = 0; j < nk; j++)
-      if (j < lo || j > hi || w->hi[r] < w->lo[r])
-        w->s[j * KK__ATT_BQ + r] = -INFINITY;
-  }
+    for (int r = 0; r < rows; r++) {
+        const int64_t lo = w->lo[r] - j0, hi = w->hi[r] - j0; /* block-relative */
+        if (lo <= 0 && hi >= nk - 1 && w->hi[r] >= w->lo[r]) continue;
+        for (int j = 0; j < nk; j++)
+            if (j < lo || j > hi || w->hi[r] < w->lo[r]) w->s[j * KK__ATT_BQ + r] = -INFINITY;
+    }
 }
 
 /* Zero the weights the Philox mask drops (src/core/philox.h): one call gives
  * the words of four consecutive keys. */
 static void apply_dropout(const kk__att_geom *g, kk__att_scratch *w, uint32_t bh, int64_t i0,
                           int rows, int64_t j0, int nk) {
-  for (int r = 0; r < rows; r++) {
-    const int64_t first = w->lo[r] > j0 ? w->lo[r] : j0;
-    const int64_t last = w->hi[r] < j0 + nk - 1 ? w->hi[r] : j0 + nk - 1;
-    for (int64_t j = first; j <= last;) {
-      const int64_t j4 = j >> 2;
-      const kk__philox4 bits =
-          kk__dropout_bits(g->seed, g->offset, bh, (uint32_t)(i0 + r), (uint32_t)j4);
-      for (; j <= last && (j >> 2) == j4; j++)
-        if (bits.v[j & 3] < g->drop_threshold)
-          w->s[(j - j0) * KK__ATT_BQ + r] = 0.0f;
+    for (int r = 0; r < rows; r++) {
+        const int64_t first = w->lo[r] > j0 ? w->lo[r] : j0;
+        const int64_t last = w->hi[r] < j0 + nk - 1 ? w->hi[r] : j0 + nk - 1;
+        for (int64_t j = first; j <= last;) {
+            const int64_t j4 = j >> 2;
+            const kk__philox4 bits =
+                kk__dropout_bits(g->seed, g->offset, bh, (uint32_t)(i0 + r), (uint32_t)j4);
+            for (; j <= last && (j >> 2) == j4; j++)
+                if (bits.v[j & 3] < g->drop_threshold) w->s[(j - j0) * KK__ATT_BQ + r] = 0.0f;
+        }
     }
-  }
 }
 
 /* o2 = carry o2 + o, o = 0: a two-level sum (see KK__ATT_FOLD). carry holds
  * the product of the rescales since the last fold, so both are in the units
  * of the current max. */
 static void fold(const kk__att_geom *g, kk__att_scratch *w, int rows) {
-  for (int r = 0; r < rows; r++) {
-    float *restrict o2 = w->o2 + r * g->Dp;
-    float *restrict o = w->o + r * g->Dp;
-    const float c = w->carry[r];
-    for (int64_t d = 0; d < g->D; d++) {
-      o2[d] = o2[d] * c + o[d];
-      o[d] = 0.0f;
+    for (int r = 0; r < rows; r++) {
+        float *restrict o2 = w->o2 + r * g->Dp;
+        float *restrict o = w->o + r * g->Dp;
+        const float c = w->carry[r];
+        for (int64_t d = 0; d < g->D; d++) {
+            o2[d] = o2[d] * c + o[d];
+            o[d] = 0.0f;
+        }
+        w->carry[r] = 1.0f;
     }
-    w->carry[r] = 1.0f;
-  }
 }
 
 /* o = acc / l (times 1/(1-p) with dropout), lse = ln(sum exp): the row's
@@ -148,81 +144,76 @@ static void fold(const kk__att_geom *g, kk__att_scratch *w, int rows) {
  * the element indexes of row 0. */
 static kk_status finish_rows(const kk__att_geom *g, kk__att_scratch *w, int64_t o0, int64_t lse0,
                              int rows) {
-  kk_status st = KK_OK;
-  for (int r = 0; r < rows && st == KK_OK; r++) {
-    float *o = w->o2 + r * g->Dp;
-    double lse = -INFINITY;
-    if (w->l[r] > 0.0) {
-      const float f = (float)(g->keep_scale / w->l[r]);
-      for (int64_t d = 0; d < g->D; d++)
-        o[d] *= f;
-      lse = (double)w->m[r] * LN2 + log(w->l[r]);
-    } else {
-      memset(o, 0, (size_t)g->D * sizeof(float));
+    kk_status st = KK_OK;
+    for (int r = 0; r < rows && st == KK_OK; r++) {
+        float *o = w->o2 + r * g->Dp;
+        double lse = -INFINITY;
+        if (w->l[r] > 0.0) {
+            const float f = (float)(g->keep_scale / w->l[r]);
+            for (int64_t d = 0; d < g->D; d++) o[d] *= f;
+            lse = (double)w->m[r] * LN2 + log(w->l[r]);
+        } else {
+            memset(o, 0, (size_t)g->D * sizeof(float));
+        }
+        st = store_row(g->o, g->dt, o0 + r * g->o_ss, g->D, o);
+        if (g->lse) g->lse[lse0 + r * g->lse_ss] = (float)lse;
     }
-    st = store_row(g->o, g->dt, o0 + r * g->o_ss, g->D, o);
-    if (g->lse)
-      g->lse[lse0 + r * g->lse_ss] = (float)lse;
-  }
-  return st;
+    return st;
 }
 
 kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, int64_t h,
                         int64_t i0) {
-  const int64_t BQ = KK__ATT_BQ, Dp = g->Dp;
-  const int rows = (int)(g->Sq - i0 < BQ ? g->Sq - i0 : BQ);
-  const int ncols = (int)round_up(rows, KK__ATT_NT);
-  const int64_t bh = b * g->Hq + h, kvh = h / (g->Hq / g->Hkv);
-  const int64_t k0 = b * g->k_bs + kvh * g->k_hs, v0 = b * g->v_bs + kvh * g->v_hs;
+    const int64_t BQ = KK__ATT_BQ, Dp = g->Dp;
+    const int rows = (int)(g->Sq - i0 < BQ ? g->Sq - i0 : BQ);
+    const int ncols = (int)round_up(rows, KK__ATT_NT);
+    const int64_t bh = b * g->Hq + h, kvh = h / (g->Hq / g->Hkv);
+    const int64_t k0 = b * g->k_bs + kvh * g->k_hs, v0 = b * g->v_bs + kvh * g->v_hs;
 
-  int64_t jmin = g->Sk, jmax = -1;
-  for (int r = 0; r < rows; r++) {
-    kk__attention_key_range(g->p, i0 + r, &w->lo[r], &w->hi[r]);
-    if (w->hi[r] >= w->lo[r]) {
-      jmin = w->lo[r] < jmin ? w->lo[r] : jmin;
-      jmax = w->hi[r] > jmax ? w->hi[r] : jmax;
-    }
-  }
-  for (int c = 0; c < ncols; c++) {
-    w->m[c] = -INFINITY;
-    w->l[c] = 0.0;
-  }
-  memset(w->o, 0, (size_t)(rows * Dp) * sizeof(float));
-  memset(w->o2, 0, (size_t)(rows * Dp) * sizeof(float));
-  for (int r = 0; r < rows; r++)
-    w->carry[r] = 1.0f;
-  int since_fold = 0;
-  kk_status st = load_q(g, w, b * g->q_bs + h * g->q_hs + i0 * g->q_ss, rows, ncols);
-
-  for (int64_t j0 = jmin; j0 <= jmax && st == KK_OK; j0 += KK__ATT_BK) {
-    const int nk = (int)(jmax + 1 - j0 < KK__ATT_BK ? jmax + 1 - j0 : KK__ATT_BK);
-    int any = 0; /* a key block that no row sees is skipped whole */
-    for (int r = 0; r < rows; r++)
-      any |= w->hi[r] >= w->lo[r] && w->lo[r] < j0 + nk && w->hi[r] >= j0;
-    if (!any)
-      continue;
-    const float *k, *v;
-    int64_t ldk, ldv;
-    st = kv_block(g, w, k0 + j0 * g->k_ss, v0 + j0 * g->v_ss, nk, &k, &ldk, &v, &ldv);
-    /* s[j][r] = k_j . q_r (scaled) */
-    g->kern->gemm(w->s, BQ, k, ldk, 1, w->qt, BQ, nk, ncols, (int)g->D, NULL);
-    mask_block(w, rows, j0, nk);
-    g->kern->softmax(w->s, BQ, nk, ncols, w->m, w->sum, w->alpha);
+    int64_t jmin = g->Sk, jmax = -1;
     for (int r = 0; r < rows; r++) {
-      w->l[r] = w->l[r] * w->alpha[r] + w->sum[r];
-      w->carry[r] *= w->alpha[r];
+        kk__attention_key_range(g->p, i0 + r, &w->lo[r], &w->hi[r]);
+        if (w->hi[r] >= w->lo[r]) {
+            jmin = w->lo[r] < jmin ? w->lo[r] : jmin;
+            jmax = w->hi[r] > jmax ? w->hi[r] : jmax;
+        }
     }
-    if (g->dropout)
-      apply_dropout(g, w, (uint32_t)bh, i0, rows, j0, nk);
-    /* o[r] = alpha_r o[r] + sum_j s[j][r] v_j */
-    g->kern->gemm(w->o, Dp, w->s, 1, BQ, v, ldv, rows, (int)Dp, nk, w->alpha);
-    if (++since_fold == KK__ATT_FOLD) {
-      fold(g, w, rows);
-      since_fold = 0;
+    for (int c = 0; c < ncols; c++) {
+        w->m[c] = -INFINITY;
+        w->l[c] = 0.0;
     }
-  }
-  fold(g, w, rows);
-  return st == KK_OK ? finish_rows(g, w, b * g->o_bs + h * g->o_hs + i0 * g->o_ss,
-                                   b * g->lse_bs + h * g->lse_hs + i0 * g->lse_ss, rows)
-                     : st;
+    memset(w->o, 0, (size_t)(rows * Dp) * sizeof(float));
+    memset(w->o2, 0, (size_t)(rows * Dp) * sizeof(float));
+    for (int r = 0; r < rows; r++) w->carry[r] = 1.0f;
+    int since_fold = 0;
+    kk_status st = load_q(g, w, b * g->q_bs + h * g->q_hs + i0 * g->q_ss, rows, ncols);
+
+    for (int64_t j0 = jmin; j0 <= jmax && st == KK_OK; j0 += KK__ATT_BK) {
+        const int nk = (int)(jmax + 1 - j0 < KK__ATT_BK ? jmax + 1 - j0 : KK__ATT_BK);
+        int any = 0; /* a key block that no row sees is skipped whole */
+        for (int r = 0; r < rows; r++)
+            any |= w->hi[r] >= w->lo[r] && w->lo[r] < j0 + nk && w->hi[r] >= j0;
+        if (!any) continue;
+        const float *k, *v;
+        int64_t ldk, ldv;
+        st = kv_block(g, w, k0 + j0 * g->k_ss, v0 + j0 * g->v_ss, nk, &k, &ldk, &v, &ldv);
+        /* s[j][r] = k_j . q_r (scaled) */
+        g->kern->gemm(w->s, BQ, k, ldk, 1, w->qt, BQ, nk, ncols, (int)g->D, NULL);
+        mask_block(w, rows, j0, nk);
+        g->kern->softmax(w->s, BQ, nk, ncols, w->m, w->sum, w->alpha);
+        for (int r = 0; r < rows; r++) {
+            w->l[r] = w->l[r] * w->alpha[r] + w->sum[r];
+            w->carry[r] *= w->alpha[r];
+        }
+        if (g->dropout) apply_dropout(g, w, (uint32_t)bh, i0, rows, j0, nk);
+        /* o[r] = alpha_r o[r] + sum_j s[j][r] v_j */
+        g->kern->gemm(w->o, Dp, w->s, 1, BQ, v, ldv, rows, (int)Dp, nk, w->alpha);
+        if (++since_fold == KK__ATT_FOLD) {
+            fold(g, w, rows);
+            since_fold = 0;
+        }
+    }
+    fold(g, w, rows);
+    return st == KK_OK ? finish_rows(g, w, b * g->o_bs + h * g->o_hs + i0 * g->o_ss,
+                                     b * g->lse_bs + h * g->lse_hs + i0 * g->lse_ss, rows)
+                       : st;
 }

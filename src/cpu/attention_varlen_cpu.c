@@ -25,9 +25,9 @@ static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
     const int n = kk__attention_varlen_describe(p, d);
     for (int k = 0; k < n; k++) {
         const kk_tensor *x = t ? t[k] : NULL;
-        const int rows_ok =
-            x && (d[k].dtype == KK_DTYPE_INT32 ? kk_tensor_is_contiguous(x)
-                                               : x->ndim == d[k].ndim && x->strides[x->ndim - 1] == 1);
+        const int rows_ok = x && (d[k].dtype == KK_DTYPE_INT32
+                                      ? kk_tensor_is_contiguous(x)
+                                      : x->ndim == d[k].ndim && x->strides[x->ndim - 1] == 1);
         if (!rows_ok || x->dtype != d[k].dtype || kk_tensor_numel(x) != d[k].numel ||
             x->device_kind != KK_BACKEND_CPU)
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", d[k].name,
@@ -69,8 +69,7 @@ static kk__att_geom base_geometry(const kk_op_params *p, kk_tensor *const *t) {
     g.v_hs = v->strides[1], g.v_ss = v->strides[2];
     g.o_hs = o->strides[1], g.o_ss = o->strides[2];
     g.lse_hs = lse ? lse->strides[1] : 0, g.lse_ss = lse ? lse->strides[2] : 0;
-    const double scale =
-        p->f[KK__AVL_SCALE] > 0.0 ? p->f[KK__AVL_SCALE] : 1.0 / sqrt((double)g.D);
+    const double scale = p->f[KK__AVL_SCALE] > 0.0 ? p->f[KK__AVL_SCALE] : 1.0 / sqrt((double)g.D);
     g.qscale = (float)(scale * 1.4426950408889634); /* log2(e): scores in log2 units */
     const double drop = p->f[KK__AVL_DROPOUT];
     g.dropout = drop > 0.0;
@@ -161,15 +160,14 @@ kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, k
             g.o = (char *)g0.o + kk_dtype_bytes(g0.dt, (size_t)(cq[s] * g0.o_ss));
             g.lse = g0.lse ? g0.lse + cq[s] * g0.lse_ss : NULL;
             /* b = s: the sequence is the dropout mask's batch (batch strides 0) */
-            const kk_status r =
-                kk__att_block(&g, &w, s, local / nqb, local % nqb * KK__ATT_BQ);
+            const kk_status r = kk__att_block(&g, &w, s, local / nqb, local % nqb * KK__ATT_BQ);
             if (r != KK_OK) atomic_store(&failed, (int)r);
         }
     }
     free(pool);
     free(buf);
     st = (kk_status)atomic_load(&failed);
-    return st == KK_OK ? KK_OK
-                       : kk__error(st, "attention_varlen",
-                                   "converting a block of q, k or v failed");
+    return st == KK_OK
+               ? KK_OK
+               : kk__error(st, "attention_varlen", "converting a block of q, k or v failed");
 }

@@ -60,7 +60,7 @@ static kk_status run_fma(void *ctx, kk_stream stream) {
 }
 
 kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
-                           kk__calibrate_measure_fn measure, kk_calibration *cal) {
+                            kk__calibrate_measure_fn measure, kk_calibration *cal) {
     (void)ctx;
     (void)index;
     const size_t bytes = (size_t)(o->quick ? 64 : 512) << 20;
@@ -79,15 +79,14 @@ kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
     memset(j.dst, 1, bytes);
 
     st = measure("cpu", run_copy, &j, 2.0 * (double)bytes, 1e9, o, "memcpy",
-                               &cal->ceilings[KK_CEILING_COPY]);
+                 &cal->ceilings[KK_CEILING_COPY]);
     if (!st)
-        st = measure("cpu", run_read, &j, (double)bytes, 1e9, o,
-                                   "sum of uint64 array", &cal->ceilings[KK_CEILING_READ]);
+        st = measure("cpu", run_read, &j, (double)bytes, 1e9, o, "sum of uint64 array",
+                     &cal->ceilings[KK_CEILING_READ]);
     j.iters = o->quick ? 1L << 18 : 1L << 20;
     if (!st)
         st = measure("cpu", run_fma, &j, 2.0 * CHAINS * (double)j.iters, 1e12, o,
-                                   "32 fp32 multiply-add chains, 1 thread",
-                                   &cal->ceilings[KK_CEILING_FP32]);
+                     "32 fp32 multiply-add chains, 1 thread", &cal->ceilings[KK_CEILING_FP32]);
     kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_BF16],
                             "no bf16 matrix unit measured on the CPU");
     kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_FP8],

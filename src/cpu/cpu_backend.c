@@ -53,7 +53,7 @@ static kk_status cpu_selftest(void *ctx, int index, const char *func) {
     (void)ctx;
     (void)index;
     enum { N = 1 << 16 };
-    const unsigned seed = 0x4b4b5052u; /* "KKPR" */
+    const unsigned seed = 0x4b4b5052u;                /* "KKPR" */
     volatile unsigned *buf = malloc(N * sizeof *buf); /* volatile: really store, then load */
     if (!buf) return kk__error(KK_ERR_OUT_OF_MEMORY, func, "selftest: host allocation failed");
     for (unsigned i = 0; i < N; i++) buf[i] = kk__probe_value(i, seed);

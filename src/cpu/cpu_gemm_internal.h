@@ -66,7 +66,6 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op);
  * measuring block sizes and for tests that cross every block edge. */
 void kk__cpu_gemm_set_blocking(int64_t rows, int64_t panel_rows);
 
-
 /* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
 void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);
 

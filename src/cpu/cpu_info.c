@@ -94,15 +94,19 @@ int kk__cpu_count_physical_cores(const char *cpuinfo, const void *allowed_cpu_se
         if (!end) end = line + strlen(line);
         int blank = end == line;
         char v[64];
-        if (line_value(line, end, "processor", v, sizeof v)) proc = strtol(v, NULL, 10);
-        else if (line_value(line, end, "physical id", v, sizeof v)) phys = strtol(v, NULL, 10);
-        else if (line_value(line, end, "core id", v, sizeof v)) core = strtol(v, NULL, 10);
+        if (line_value(line, end, "processor", v, sizeof v))
+            proc = strtol(v, NULL, 10);
+        else if (line_value(line, end, "physical id", v, sizeof v))
+            phys = strtol(v, NULL, 10);
+        else if (line_value(line, end, "core id", v, sizeof v))
+            core = strtol(v, NULL, 10);
         if (blank || !*end) { /* end of one processor's record */
             if (proc >= 0) {
                 records++;
                 int ok = !allowed || ((size_t)proc < set_size * 8 &&
                                       CPU_ISSET_S((size_t)proc, set_size, allowed));
-                if (phys < 0 || core < 0) complete = 0;
+                if (phys < 0 || core < 0)
+                    complete = 0;
                 else if (ok) {
                     size_t i = 0;
                     while (i < n && !(keys[i].physical_id == phys && keys[i].core_id == core)) i++;
@@ -172,7 +176,7 @@ static unsigned detect_features(void) {
     }
     int os_avx = (xcr0 & 0x6) == 0x6;
     int os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM_Hi256, Hi16_ZMM */
-    int os_amx = (xcr0 & 0x60000) == 0x60000;       /* XTILECFG, XTILEDATA */
+    int os_amx = (xcr0 & 0x60000) == 0x60000;        /* XTILECFG, XTILEDATA */
     if (os_avx) {
         if (c & (1u << 28)) f |= KK_CPU_AVX;
         if (c & (1u << 12)) f |= KK_CPU_FMA;
@@ -203,8 +207,8 @@ static unsigned detect_features(void) {
 }
 
 static const char *const k_feature_names[] = {
-    "sse2",     "sse4_2",      "avx",         "avx2",     "fma",      "f16c",  "avx512f",
-    "avx512bw", "avx512vl",    "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "neon",
+    "sse2",     "sse4_2",   "avx",         "avx2",        "fma",      "f16c",     "avx512f",
+    "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "neon",
 };
 
 const char *kk_cpu_features_str(unsigned features, char *buf, size_t size) {
@@ -272,7 +276,8 @@ void kk__cpu_fill_info(kk_device_info *out) {
     if (!kk__parse_meminfo(meminfo, &total, &avail)) {
         long pages = sysconf(_SC_PHYS_PAGES), avail_pages = sysconf(_SC_AVPHYS_PAGES);
         long page = sysconf(_SC_PAGESIZE);
-        if (total == 0 && pages > 0 && page > 0) total = (unsigned long long)pages * (unsigned long long)page;
+        if (total == 0 && pages > 0 && page > 0)
+            total = (unsigned long long)pages * (unsigned long long)page;
         if (avail == 0 && avail_pages > 0 && page > 0)
             avail = (unsigned long long)avail_pages * (unsigned long long)page;
     }

@@ -13,7 +13,7 @@
 /* The CPU's copy, read and fp32 ceilings (bf16 and fp8 marked unavailable):
  * the table's `calibrate` (calibrate_cpu.c). */
 kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
-                           kk__calibrate_measure_fn measure, kk_calibration *cal);
+                            kk__calibrate_measure_fn measure, kk_calibration *cal);
 
 /* By op id (KK__OP_COUNT entries). */
 extern const kk__slot *const kk__cpu_slots[];

@@ -62,9 +62,6 @@ static kk_status cpu_copy(void *ctx, void *dst, int dst_index, const void *src, 
 }
 
 const kk__mem_ops kk__cpu_mem_ops = {
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .info = cpu_info,
-    .copy = cpu_copy,
+    .alloc = cpu_alloc, .free = cpu_free, .info = cpu_info, .copy = cpu_copy,
     /* no streams, no events; pinned memory is the CUDA backend's */
 };

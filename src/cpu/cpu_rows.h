@@ -45,7 +45,7 @@ static inline uint16_t kk__f32_bf16(float f) {
 static inline float kk__f16_f32(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     const uint32_t mag = (uint32_t)(h & 0x7FFFu) << 13;
-    const float scaled = kk__bits_f32(mag) * 0x1p112f; /* 2^(127-15) */
+    const float scaled = kk__bits_f32(mag) * 0x1p112f;                  /* 2^(127-15) */
     const uint32_t special = 0u - (uint32_t)((h & 0x7C00u) == 0x7C00u); /* all ones or 0 */
     const uint32_t bits = (special & (mag | 0x7F800000u)) | (~special & kk__f32_bits(scaled));
     return kk__bits_f32(bits | sign);

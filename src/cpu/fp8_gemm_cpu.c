@@ -25,8 +25,7 @@ static void scale_row(const kk__gemm_job *job, float *const *c, int64_t m, int64
     const fp8_ctx *x = job->ctx;
     float *restrict h = c[0];
     const float s = x->scale;
-    for (int64_t j = 0; j < cols; j++)
-        h[j] *= s;
+    for (int64_t j = 0; j < cols; j++) h[j] *= s;
     kk__cpu_store_row(h, x->c, x->dtype, m * job->N + n0, cols);
 }
 

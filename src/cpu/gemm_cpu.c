@@ -40,8 +40,7 @@ static size_t elem_size(kk_dtype dt) { return kk_dtype_bytes(dt, 1); }
 /* fp8 codes to f32 through their table: a gather, which AVX2 and AVX-512 have. */
 KK__VEC_CLONES static void decode_table(const uint8_t *restrict s, const float *restrict table,
                                         float *restrict out, int64_t n) {
-    for (int64_t k = 0; k < n; k++)
-        out[k] = table[s[k]];
+    for (int64_t k = 0; k < n; k++) out[k] = table[s[k]];
 }
 
 /* rows [r0, r0 + rows) of a [*, K] matrix of `dt` to f32 (table: fp8). */
@@ -78,8 +77,7 @@ static void epilogue(const kk__gemm_job *job, float *const *c, const int64_t *ld
     for (int64_t item = 0; item < rows * chunks; item++) {
         const int64_t r = item / chunks, j0 = (item % chunks) * EPI_CHUNK;
         float *row[2] = {NULL, NULL};
-        for (int w = 0; w < job->nweights; w++)
-            row[w] = c[w] + r * ldc[w] + j0;
+        for (int w = 0; w < job->nweights; w++) row[w] = c[w] + r * ldc[w] + j0;
         job->row(job, row, m0 + r, n0 + j0, min64(EPI_CHUNK, cols - j0));
     }
 }

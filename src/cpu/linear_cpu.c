@@ -34,12 +34,10 @@ KK__VEC_CLONES static void swiglu(float *restrict h, float *restrict u, const fl
                                   const float *bu, int64_t cols) {
     if (b) {
 #pragma omp simd
-        for (int64_t j = 0; j < cols; j++)
-            h[j] = kk__silu(h[j] + b[j]) * (u[j] + bu[j]);
+        for (int64_t j = 0; j < cols; j++) h[j] = kk__silu(h[j] + b[j]) * (u[j] + bu[j]);
     } else {
 #pragma omp simd
-        for (int64_t j = 0; j < cols; j++)
-            h[j] = kk__silu(h[j]) * u[j];
+        for (int64_t j = 0; j < cols; j++) h[j] = kk__silu(h[j]) * u[j];
     }
 }
 

@@ -51,8 +51,9 @@ float kk__nvfp4_e2m1_decode_cpu(uint32_t code) { return e2m1_decode(code); }
 kk_status kk__nvfp4_gemv_check(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind kind);
 kk_status kk__nvfp4_gemv_check(const kk_op_params *p, kk_tensor *const *t, kk_backend_kind kind) {
     kk_op_tensor d[KK_OP_MAX_TENSORS];
-    if (!p || !p->op) return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "nvfp4_gemv", "p",
-                                           "parameters of nvfp4_gemv", "NULL");
+    if (!p || !p->op)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "nvfp4_gemv", "p", "parameters of nvfp4_gemv",
+                             "NULL");
     const int n = kk__nvfp4_gemv_describe(p, d);
     for (int k = 0; k < n; k++)
         if (!t || !t[k] || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
@@ -116,9 +117,8 @@ typedef void (*row_blocks_fn)(const uint8_t *, const uint8_t *, int, int64_t, in
 /* The same loops compiled twice: for the baseline (SSE2) and for AVX2, picked
  * at run time. Every sum they make is exact (see the top), so both give the
  * same bits. */
-static void row_blocks_sse2(const uint8_t *a, const uint8_t *sa, int blocked, int64_t j0,
-                            int64_t n, const float *be, const float *bo, const float *sbf,
-                            float *acc) {
+static void row_blocks_sse2(const uint8_t *a, const uint8_t *sa, int blocked, int64_t j0, int64_t n,
+                            const float *be, const float *bo, const float *sbf, float *acc) {
     row_blocks_body(a, sa, blocked, j0, n, be, bo, sbf, acc);
 }
 
@@ -141,7 +141,7 @@ static row_blocks_fn pick_row_blocks(void) {
 }
 
 typedef struct gemv_batch {
-    const uint8_t *a; /* this batch's rows */
+    const uint8_t *a;  /* this batch's rows */
     const uint8_t *sa; /* all of sa: scale_row finds a row's scales */
     int64_t M, C, l;
     int blocked;
@@ -160,8 +160,8 @@ static void row_group(const gemv_batch *B, int64_t m0, int nr) {
         const int64_t n = B->C - j0 < TILE_BLOCKS ? B->C - j0 : TILE_BLOCKS;
         for (int r = 0; r < nr; r++)
             B->row_blocks(B->a + (m0 + r) * half,
-                          B->sa + scale_row(B->blocked, B->M, B->C, B->l, m0 + r), B->blocked,
-                          j0, n, B->be, B->bo, B->sbf, acc[r]);
+                          B->sa + scale_row(B->blocked, B->M, B->C, B->l, m0 + r), B->blocked, j0,
+                          n, B->be, B->bo, B->sbf, acc[r]);
     }
     for (int r = 0; r < nr; r++)
         B->c[m0 + r] = kk_f32_to_f16(((acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3])) * B->g);
@@ -186,8 +186,9 @@ kk_status kk__nvfp4_gemv_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stre
      * then spread over the threads together, so small M with many batches
      * still keeps every thread busy. */
     const int64_t per_batch = K + C;
-    const int64_t slab = L < SLAB_FLOATS / per_batch ? L
-                         : SLAB_FLOATS / per_batch > 1 ? SLAB_FLOATS / per_batch : 1;
+    const int64_t slab = L < SLAB_FLOATS / per_batch   ? L
+                         : SLAB_FLOATS / per_batch > 1 ? SLAB_FLOATS / per_batch
+                                                       : 1;
     float *bdec = malloc((size_t)(slab * per_batch) * sizeof(float));
     if (!bdec)
         return kk__error(KK_ERR_OUT_OF_MEMORY, "nvfp4_gemv",
@@ -219,9 +220,18 @@ kk_status kk__nvfp4_gemv_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stre
         for (int64_t task = 0; task < nl * groups; task++) {
             const int64_t ll = task / groups, l = l0 + ll, m0 = (task % groups) * rows;
             const float *bl = bdec + ll * per_batch;
-            const gemv_batch B = {.a = a + l * M * half, .sa = sa, .M = M, .C = C, .l = l,
-                                  .blocked = blocked, .be = bl, .bo = bl + half, .sbf = bl + K,
-                                  .g = g, .c = c + l * M, .row_blocks = row_blocks};
+            const gemv_batch B = {.a = a + l * M * half,
+                                  .sa = sa,
+                                  .M = M,
+                                  .C = C,
+                                  .l = l,
+                                  .blocked = blocked,
+                                  .be = bl,
+                                  .bo = bl + half,
+                                  .sbf = bl + K,
+                                  .g = g,
+                                  .c = c + l * M,
+                                  .row_blocks = row_blocks};
             row_group(&B, m0, M - m0 < rows ? (int)(M - m0) : rows);
         }
     }

@@ -20,7 +20,7 @@
 static inline float exp_nonpositive(float t) {
     const uint32_t u = kk__f32_bits(t);
     uint32_t cu = u > 0xC2AE0000u ? 0xC2AE0000u : u; /* below -87 (and -NaN): -87 */
-    cu = cu < 0x80000000u ? 0u : cu;                  /* +0, positive, +NaN: 0 */
+    cu = cu < 0x80000000u ? 0u : cu;                 /* +0, positive, +NaN: 0 */
     const float c = kk__bits_f32(cu);
     const float k = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(c/ln2) */
     const float r = (c - k * 0.693359375f) - k * -2.12194440e-4f;

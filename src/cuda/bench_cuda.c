@@ -35,8 +35,8 @@ typedef struct cuda_timer {
     void *flush; /* the flush buffer, allocated at the first cold sample */
     size_t flush_bytes;
     unsigned flushes;
-    int read_flush; /* KK_BENCH_FLUSH_READ: sweep flush with the read kernel */
-    int sms;        /* grid of the read kernel */
+    int read_flush;     /* KK_BENCH_FLUSH_READ: sweep flush with the read kernel */
+    int sms;            /* grid of the read kernel */
     volatile int *flag; /* mapped host memory: [0] release, [1] timed out; NULL = no blocking */
     int *flag_dev;
     cudaGraphExec_t exec; /* the batch, when batch > 1 */
@@ -88,7 +88,8 @@ static kk_status enqueue(cuda_timer *c, int cold) {
         c->flag[1] = 0;
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         e = kk__bench_block_launch(c->flag_dev, c->flag_dev + 1,
-                                   (unsigned long long)(KK__BENCH_BLOCK_TIMEOUT_S * 1e9), c->stream);
+                                   (unsigned long long)(KK__BENCH_BLOCK_TIMEOUT_S * 1e9),
+                                   c->stream);
         if (e) return fail(KK_ERR_KERNEL_LAUNCH, e, "the blocking kernel failed to launch");
     }
     if (cold && (e = flush_l2(c)))
@@ -176,7 +177,8 @@ static kk_status cuda_set_batch(void *impl, size_t batch) {
         c->exec = NULL;
         return not_capturable(e, "cudaGraphInstantiate failed");
     }
-    if ((e = cudaGraphUpload(c->exec, c->stream))) return fail(KK_ERR_DEVICE_FAILURE, e, "cudaGraphUpload failed");
+    if ((e = cudaGraphUpload(c->exec, c->stream)))
+        return fail(KK_ERR_DEVICE_FAILURE, e, "cudaGraphUpload failed");
     c->batch = batch;
     return KK_OK;
 }
@@ -311,7 +313,8 @@ void kk__bench_stream_destroy(kk_stream stream, int prev) {
 /* ---- test helpers ---- */
 
 kk_status kk__bench_test_spin(kk_stream stream, double seconds) {
-    cudaError_t e = kk__bench_spin_launch((unsigned long long)(seconds * 1e9), (cudaStream_t)stream);
+    cudaError_t e =
+        kk__bench_spin_launch((unsigned long long)(seconds * 1e9), (cudaStream_t)stream);
     return e ? fail(KK_ERR_KERNEL_LAUNCH, e, "spin kernel launch failed") : KK_OK;
 }
 

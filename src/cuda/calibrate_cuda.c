@@ -19,8 +19,7 @@ cudaError_t kk__cal_copy_launch(const void *src, void *dst, size_t bytes, int sm
                                 cudaStream_t stream);
 cudaError_t kk__cal_read_launch(const void *src, size_t bytes, unsigned *out, int sms,
                                 cudaStream_t stream);
-cudaError_t kk__cal_fma_launch(int blocks, int threads, int iters, float *out,
-                               cudaStream_t stream);
+cudaError_t kk__cal_fma_launch(int blocks, int threads, int iters, float *out, cudaStream_t stream);
 int kk__cal_fma_chains(void);
 cudaError_t kk__cal_fill_launch(void *dst, size_t n, int elem, uint64_t seed, cudaStream_t stream);
 
@@ -40,8 +39,8 @@ typedef struct gpu_job {
 
 static kk_status run_memcpy(void *ctx, kk_stream stream) {
     gpu_job *j = ctx;
-    cudaError_t e = cudaMemcpyAsync(j->dst, j->src, j->bytes, cudaMemcpyDeviceToDevice,
-                                    (cudaStream_t)stream);
+    cudaError_t e =
+        cudaMemcpyAsync(j->dst, j->src, j->bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
     return e ? cuda_fail(e, "cudaMemcpyAsync failed") : KK_OK;
 }
 
@@ -63,8 +62,8 @@ static kk_status run_read_kernel(void *ctx, kk_stream stream) {
 
 static kk_status run_fma_kernel(void *ctx, kk_stream stream) {
     gpu_job *j = ctx;
-    cudaError_t e = kk__cal_fma_launch(j->blocks, j->threads, j->iters, (float *)j->out,
-                                       (cudaStream_t)stream);
+    cudaError_t e =
+        kk__cal_fma_launch(j->blocks, j->threads, j->iters, (float *)j->out, (cudaStream_t)stream);
     return e ? kk__cuda_error(KK_ERR_KERNEL_LAUNCH, FUNC, cudaGetErrorName(e),
                               cudaGetErrorString(e), "the FMA kernel failed to launch")
              : KK_OK;
@@ -98,9 +97,8 @@ typedef struct gemm_job {
 
 static kk_status run_gemm(void *ctx, kk_stream stream) {
     gemm_job *g = ctx;
-    int s = g->lt->matmul(g->handle, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta,
-                          g->c, g->lc, g->d, g->ld, &g->algo.algo, g->workspace,
-                          WORKSPACE_BYTES, stream);
+    int s = g->lt->matmul(g->handle, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c,
+                          g->lc, g->d, g->ld, &g->algo.algo, g->workspace, WORKSPACE_BYTES, stream);
     if (s != KK__CUBLAS_STATUS_SUCCESS)
         return kk__error(KK_ERR_KERNEL_LAUNCH, FUNC, "cublasLtMatmul failed: %s",
                          kk__cublaslt_status_name(s));
@@ -134,10 +132,10 @@ static int gemm_setup(gemm_job *g, int fp8, uint64_t n, char *why, size_t size) 
     int ab = fp8 ? KK__CUDA_R_8F_E4M3 : KK__CUDA_R_16BF;
     int32_t ta = KK__CUBLAS_OP_T, tb = KK__CUBLAS_OP_N;
     uint64_t ws = WORKSPACE_BYTES;
-#define LT(call, what)                                                                    \
-    if ((s = (call)) != KK__CUBLAS_STATUS_SUCCESS) {                                      \
-        snprintf(why, size, "%s failed: %s", what, kk__cublaslt_status_name(s));          \
-        return 0;                                                                         \
+#define LT(call, what)                                                                             \
+    if ((s = (call)) != KK__CUBLAS_STATUS_SUCCESS) {                                               \
+        snprintf(why, size, "%s failed: %s", what, kk__cublaslt_status_name(s));                   \
+        return 0;                                                                                  \
     }
     LT(lt->create(&g->handle), "cublasLtCreate");
     LT(lt->desc_create(&g->desc, KK__CUBLAS_COMPUTE_32F, KK__CUDA_R_32F),
@@ -174,8 +172,7 @@ static int gemm_setup(gemm_job *g, int fp8, uint64_t n, char *why, size_t size) 
 }
 
 kk_status kk__calibrate_cuda_gemm(int device, int fp8, const kk_calibrate_options *o,
-                                  kk__calibrate_measure_fn measure,
-                                  kk_ceiling *out) {
+                                  kk__calibrate_measure_fn measure, kk_ceiling *out) {
     kk__ceiling_unavailable(out, "not measured");
     int prev = 0;
     kk_status st = enter(device, &prev);
@@ -196,7 +193,8 @@ kk_status kk__calibrate_cuda_gemm(int device, int fp8, const kk_calibrate_option
     const float ones[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
     cudaError_t e;
     if ((e = cudaMalloc(&g.a, count * elem)) || (e = cudaMalloc(&g.b, count * elem)) ||
-        (e = cudaMalloc(&g.c, count * 2)) || (e = cudaMalloc(&g.d, count * 2)) || (e = cudaMalloc(&g.workspace, WORKSPACE_BYTES)) ||
+        (e = cudaMalloc(&g.c, count * 2)) || (e = cudaMalloc(&g.d, count * 2)) ||
+        (e = cudaMalloc(&g.workspace, WORKSPACE_BYTES)) ||
         (e = cudaMalloc((void **)&g.scales, sizeof ones)) ||
         (e = cudaMemcpy(g.scales, ones, sizeof ones, cudaMemcpyHostToDevice)) ||
         (e = cudaMemset(g.c, 0, count * 2)) ||
@@ -214,8 +212,7 @@ kk_status kk__calibrate_cuda_gemm(int device, int fp8, const kk_calibrate_option
              fp8 ? "e4m3 TN, bf16 D" : "bf16 TN");
     char dev[32];
     snprintf(dev, sizeof dev, "cuda:%d", device);
-    st = measure(dev, run_gemm, &g, 2.0 * (double)n * (double)n * (double)n, 1e12,
-                               o, method, out);
+    st = measure(dev, run_gemm, &g, 2.0 * (double)n * (double)n * (double)n, 1e12, o, method, out);
     if (st) {
         /* cuBLASLt refusing to run is a missing ceiling, not a failed calibration;
          * a failing device still fails it */
@@ -249,24 +246,22 @@ kk_status kk__calibrate_cuda(int device, const kk_calibrate_options *o,
     kk_ceiling a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    st = measure(dev, run_memcpy, &j, 2.0 * (double)j.bytes, 1e9, o,
-                               "cudaMemcpyAsync", &a);
+    st = measure(dev, run_memcpy, &j, 2.0 * (double)j.bytes, 1e9, o, "cudaMemcpyAsync", &a);
     if (!st)
         st = measure(dev, run_copy_kernel, &j, 2.0 * (double)j.bytes, 1e9, o,
-                                   "copy kernel (16-byte loads)", &b);
+                     "copy kernel (16-byte loads)", &b);
     if (st) goto done;
     cal->ceilings[KK_CEILING_COPY] = a;
     kk__ceiling_keep_best(&cal->ceilings[KK_CEILING_COPY], &b);
-    st = measure(dev, run_read_kernel, &j, (double)j.bytes, 1e9, o,
-                               "read kernel (16-byte loads)", &cal->ceilings[KK_CEILING_READ]);
+    st = measure(dev, run_read_kernel, &j, (double)j.bytes, 1e9, o, "read kernel (16-byte loads)",
+                 &cal->ceilings[KK_CEILING_READ]);
     if (st) goto done;
     j.threads = 256;
     j.blocks = (j.sms > 0 ? j.sms : 132) * 8;
     j.iters = o->quick ? 1 << 12 : 1 << 14;
     st = measure(dev, run_fma_kernel, &j,
-                               2.0 * j.blocks * j.threads * (double)kk__cal_fma_chains() * j.iters,
-                               1e12, o, "FMA kernel (8 chains/thread)",
-                               &cal->ceilings[KK_CEILING_FP32]);
+                 2.0 * j.blocks * j.threads * (double)kk__cal_fma_chains() * j.iters, 1e12, o,
+                 "FMA kernel (8 chains/thread)", &cal->ceilings[KK_CEILING_FP32]);
     if (st) goto done;
     cudaFree(j.src);
     cudaFree(j.dst);

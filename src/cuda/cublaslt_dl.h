@@ -59,8 +59,8 @@ typedef struct kk__cublaslt {
     int (*heuristic)(void *handle, void *desc, void *a, void *b, void *c, void *d, void *pref,
                      int requested, kk__cublaslt_heuristic *results, int *returned);
     int (*matmul)(void *handle, void *desc, const void *alpha, const void *a, void *adesc,
-                  const void *b, void *bdesc, const void *beta, const void *c, void *cdesc,
-                  void *d, void *ddesc, const kk__cublaslt_algo *algo, void *workspace,
+                  const void *b, void *bdesc, const void *beta, const void *c, void *cdesc, void *d,
+                  void *ddesc, const kk__cublaslt_algo *algo, void *workspace,
                   size_t workspace_size, void *stream);
 } kk__cublaslt;
 

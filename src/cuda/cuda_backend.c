@@ -52,8 +52,7 @@ static void explain_init_failure(cudaError_t e) {
     version_text(g.runtime_version, rt, sizeof rt);
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     char hint[160] = "";
-    if (visible)
-        snprintf(hint, sizeof hint, "; CUDA_VISIBLE_DEVICES=\"%.60s\" is set", visible);
+    if (visible) snprintf(hint, sizeof hint, "; CUDA_VISIBLE_DEVICES=\"%.60s\" is set", visible);
 
     switch (e) {
     case cudaErrorInsufficientDriver:
@@ -66,8 +65,8 @@ static void explain_init_failure(cudaError_t e) {
                      drv, rt, name, text);
         break;
     case cudaErrorNoDevice:
-        snprintf(g.reason, sizeof g.reason, "no CUDA-capable GPU is visible (%s: %s)%s", name,
-                 text, hint);
+        snprintf(g.reason, sizeof g.reason, "no CUDA-capable GPU is visible (%s: %s)%s", name, text,
+                 hint);
         break;
     case cudaErrorInitializationError:
         if (g.driver_version == 0) {
@@ -98,8 +97,7 @@ static int read_device(int i, cuda_device *d) {
     if (e != cudaSuccess) {
         KK_LOG(KK_LOG_WARN, LOGGER, "cannot read device properties", KK_F_INT("index", i),
                KK_F_STR("cuda_error", cudaGetErrorName(e)));
-        snprintf(info->name, sizeof info->name, "unreadable CUDA device (%s)",
-                 cudaGetErrorName(e));
+        snprintf(info->name, sizeof info->name, "unreadable CUDA device (%s)", cudaGetErrorName(e));
         return 0;
     }
     snprintf(info->name, sizeof info->name, "%s", p.name);
@@ -109,7 +107,8 @@ static int read_device(int i, cuda_device *d) {
     info->sm_count = attribute(cudaDevAttrMultiProcessorCount, i);
     info->mem_total_bytes = (uint64_t)p.totalGlobalMem;
     info->l2_bytes = (uint64_t)attribute(cudaDevAttrL2CacheSize, i);
-    info->smem_per_block_optin_bytes = (uint64_t)attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, i);
+    info->smem_per_block_optin_bytes =
+        (uint64_t)attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, i);
     /* CUDA 13 removed clockRate and memoryClockRate from cudaDeviceProp: attributes, in kHz */
     int sm_khz = attribute(cudaDevAttrClockRate, i);
     int mem_khz = attribute(cudaDevAttrMemoryClockRate, i);
@@ -155,8 +154,9 @@ static void probe_once(void) {
         snprintf(cc, sizeof cc, "%d.%d", info->cc_major, info->cc_minor);
         KK_LOG(KK_LOG_DEBUG, LOGGER, "device found", KK_F_INT("index", i),
                KK_F_STR("device", info->name), KK_F_STR("cc", cc), KK_F_INT("sms", info->sm_count),
-               KK_F_STR("arch", kk_arch_name(info->arch)), KK_F_UINT("mem_total", info->mem_total_bytes),
-               KK_F_STR("pci", info->pci_bus_id), KK_F_BOOL("usable", d->usable));
+               KK_F_STR("arch", kk_arch_name(info->arch)),
+               KK_F_UINT("mem_total", info->mem_total_bytes), KK_F_STR("pci", info->pci_bus_id),
+               KK_F_BOOL("usable", d->usable));
         if (d->usable) {
             if (first_usable < 0) first_usable = i;
         } else {
@@ -175,13 +175,13 @@ static void probe_once(void) {
             "sm_80 and sm_90a):");
         for (int i = 0; i < n && used < sizeof g.reason; i++) {
             const kk_device_info *info = &g.dev[i].info;
-            int w = info->cc_major == 0 /* properties could not be read */
-                        ? snprintf(g.reason + used, sizeof g.reason - used, "%s cuda:%d is an %.60s",
-                                   i ? "," : "", i, info->name)
-                        : snprintf(g.reason + used, sizeof g.reason - used,
-                                   "%s cuda:%d \"%.60s\" is %d.%d (%s)", i ? "," : "", i,
-                                   info->name, info->cc_major, info->cc_minor,
-                                   kk_arch_name(info->arch));
+            int w =
+                info->cc_major == 0 /* properties could not be read */
+                    ? snprintf(g.reason + used, sizeof g.reason - used, "%s cuda:%d is an %.60s",
+                               i ? "," : "", i, info->name)
+                    : snprintf(g.reason + used, sizeof g.reason - used,
+                               "%s cuda:%d \"%.60s\" is %d.%d (%s)", i ? "," : "", i, info->name,
+                               info->cc_major, info->cc_minor, kk_arch_name(info->arch));
             if (w < 0) break;
             used += (size_t)w;
         }
@@ -398,7 +398,7 @@ static kk_status selftest(int device, kk__cuda_selftest_result *res, const char 
                                 "probe kernel failed while running on cuda:%d", device);
         else
             st = kk__cuda_error(j.err == cudaErrorMemoryAllocation ? KK_ERR_OUT_OF_MEMORY
-                                                                    : KK_ERR_DEVICE_FAILURE,
+                                                                   : KK_ERR_DEVICE_FAILURE,
                                 func, name, text, "selftest on cuda:%d: %s failed", device, j.step);
     }
     for (unsigned i = 0; st == KK_OK && i < PROBE_N; i++) {
@@ -459,8 +459,7 @@ static kk_status cuda_telemetry(void *ctx, int index, kk_gpu_telemetry *out, con
     return kk__nvml_read_by_pci(pci, out);
 }
 
-static kk_status cuda_call_on_device(void *ctx, int index, kk_status (*fn)(void *arg),
-                                     void *arg) {
+static kk_status cuda_call_on_device(void *ctx, int index, kk_status (*fn)(void *arg), void *arg) {
     (void)ctx;
     return kk__cuda_call_on_device(index, fn, arg);
 }

@@ -30,11 +30,11 @@ kk_status kk__cuda_convert_host_buffers(int device, const void *src_host, kk_dty
 
 /* Result of kk__cuda_convert_compare_nvidia. */
 typedef struct kk__nvidia_compare {
-    uint64_t encode_checked;    /* f32 inputs converted both ways (all 2^32) */
-    uint64_t encode_mismatches; /* non-NaN inputs whose codes differ */
+    uint64_t encode_checked;        /* f32 inputs converted both ways (all 2^32) */
+    uint64_t encode_mismatches;     /* non-NaN inputs whose codes differ */
     uint64_t encode_nan_mismatches; /* NaN inputs whose codes differ (f16/bf16: expected,
                                        NVIDIA writes a canonical NaN; fp8/e2m1: must be 0) */
-    uint32_t first_input;       /* f32 bits of the first non-NaN mismatch */
+    uint32_t first_input;           /* f32 bits of the first non-NaN mismatch */
     uint32_t first_ours, first_theirs;
     uint64_t decode_checked;    /* codes decoded both ways (2^bits) */
     uint64_t decode_mismatches; /* codes whose f32 differ (two NaNs count as equal) */

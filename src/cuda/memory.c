@@ -97,8 +97,8 @@ static kk_status fail(kk_status status, cudaError_t e, const char *func, const c
     (void)cudaGetLastError();
     if (bytes) snprintf(what, sizeof what, " of %zu bytes", bytes);
     if (device >= 0) snprintf(where, sizeof where, " on cuda:%d", device);
-    return kk__cuda_error(status, func, cudaGetErrorName(e), cudaGetErrorString(e),
-                          "%s%s%s failed", call, what, where);
+    return kk__cuda_error(status, func, cudaGetErrorName(e), cudaGetErrorString(e), "%s%s%s failed",
+                          call, what, where);
 }
 
 /* ---- allocation ---- */
@@ -165,7 +165,8 @@ static kk_status cuda_event_create(void *ctx, int index, void **event) {
     (void)ctx;
     cudaEvent_t ev = NULL;
     cudaError_t e = run_on(index, do_event_create, &ev);
-    if (e != cudaSuccess) return fail(KK_ERR_DEVICE_FAILURE, e, "kk_mem_free", "cudaEventCreate", 0, index);
+    if (e != cudaSuccess)
+        return fail(KK_ERR_DEVICE_FAILURE, e, "kk_mem_free", "cudaEventCreate", 0, index);
     *event = ev;
     return KK_OK;
 }
@@ -177,7 +178,8 @@ static kk_status cuda_event_record(void *ctx, int index, void *event, void *stre
     /* stream 0 means the current device's default stream: it must be ours */
     cudaError_t e = stream ? cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream)
                            : run_on(index, do_record_default, event);
-    if (e != cudaSuccess) return fail(KK_ERR_DEVICE_FAILURE, e, "kk_mem_free", "cudaEventRecord", 0, index);
+    if (e != cudaSuccess)
+        return fail(KK_ERR_DEVICE_FAILURE, e, "kk_mem_free", "cudaEventRecord", 0, index);
     return KK_OK;
 }
 
@@ -235,10 +237,12 @@ static kk_status check_pointer(const void *p, int device, const char *arg, const
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg, "host memory",
                              "%p (memory of cuda:%d)", p, at.device);
     if (device >= 0 && !on_device)
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg, "memory of the device named for it",
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg,
+                             "memory of the device named for it",
                              "%p (host memory, not memory of cuda:%d)", p, device);
     if (device >= 0 && at.device != device)
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg, "memory of the device named for it",
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, arg,
+                             "memory of the device named for it",
                              "%p (memory of cuda:%d, not of cuda:%d)", p, at.device, device);
     return KK_OK;
 }
@@ -261,7 +265,7 @@ static cudaError_t do_copy(void *arg) {
      * memory, device to device, peer): wait, so the copy is done on return */
     if (e == cudaSuccess && j->dst_dev >= 0)
         e = j->src_dev >= 0 && j->src_dev != j->dst_dev ? cudaDeviceSynchronize()
-                                                         : cudaStreamSynchronize(0);
+                                                        : cudaStreamSynchronize(0);
     return e;
 }
 

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "cuda/bench_cuda.h"
 
-#define UNAVAILABLE(func) \
+#define UNAVAILABLE(func)                                                                          \
     kk__error(KK_ERR_CUDA_UNAVAILABLE, func, "built without CUDA (configure with -DKK_CUDA=ON)")
 
 kk_status kk__bench_cuda_timer(int device, kk_bench_fn fn, void *ctx, const kk_bench_options *o,

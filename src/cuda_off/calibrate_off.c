@@ -5,7 +5,7 @@
 #include "cuda/cublaslt_dl.h"
 #include "cuda/bench_cuda.h"
 
-#define UNAVAILABLE(func) \
+#define UNAVAILABLE(func)                                                                          \
     kk__error(KK_ERR_CUDA_UNAVAILABLE, func, "built without CUDA (configure with -DKK_CUDA=ON)")
 
 kk_status kk__calibrate_cuda(int device, const kk_calibrate_options *o,

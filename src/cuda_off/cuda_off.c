@@ -49,8 +49,8 @@ const kk__backend kk__cuda_backend = {
 kk_status kk__cuda_selftest(int device, kk__cuda_selftest_result *result) {
     (void)device;
     (void)result;
-    return kk__error(KK_ERR_CUDA_UNAVAILABLE, "kk__cuda_selftest", "the cuda backend is unavailable: %s",
-                     REASON);
+    return kk__error(KK_ERR_CUDA_UNAVAILABLE, "kk__cuda_selftest",
+                     "the cuda backend is unavailable: %s", REASON);
 }
 
 int kk__cuda_device_usable(int device) {

@@ -3,7 +3,7 @@
 #include "backend/memory_internal.h"
 #include "core/error.h"
 
-#define UNAVAILABLE(func) \
+#define UNAVAILABLE(func)                                                                          \
     kk__error(KK_ERR_CUDA_UNAVAILABLE, func, "built without CUDA (configure with -DKK_CUDA=ON)")
 
 kk_status kk__mem_test_stream_create(int index, kk_stream *out) {

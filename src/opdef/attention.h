@@ -35,8 +35,8 @@ void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo, int6
  * is the dropout mask's batch * Hq + head. attention_varlen's reference runs
  * it per sequence. */
 void kk__attention_ref_row(const kk_op_params *p, int64_t bh, int64_t i, double scale,
-                           const double *q, const double *k, const double *v, double *s,
-                           double *o, double *lse);
+                           const double *q, const double *k, const double *v, double *s, double *o,
+                           double *lse);
 
 /* The fuzzer's draw for attention, which attention_varlen's builds on. */
 void kk__attention_fuzz(kk__rng *r, kk_op_params *p, int big);

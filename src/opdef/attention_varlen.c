@@ -19,10 +19,11 @@
 static const char *const varlen_dtypes[] = {"f32", "f16", "bf16", NULL};
 
 #define P_INT(nm, lo, hi, d, h)                                                                    \
-    {.name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = 1, .def = d, .help = h}
-#define P_BOOL(nm, d, h) {.name = nm, .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = d, .help = h}
+    { .name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = 1, .def = d, .help = h }
+#define P_BOOL(nm, d, h)                                                                           \
+    { .name = nm, .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = d, .help = h }
 #define P_FLOAT(nm, lo, hi, d, h)                                                                  \
-    {.name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h}
+    { .name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h }
 
 const kk_op_param kk__attention_varlen_params[KK__AVL_NPARAMS] = {
     P_INT("nseq", 0, 65536, 0, "sequences; 0 = as many as seqlens_q has"),
@@ -39,18 +40,28 @@ const kk_op_param kk__attention_varlen_params[KK__AVL_NPARAMS] = {
     P_INT("window_right", -1, SEQ_MAX, -1, "keys j <= i + Sk - Sq + w only; -1 = unlimited"),
     P_FLOAT("scale", 0.0, 1e6, 0.0, "softmax scale; 0 = 1/sqrt(D)"),
     P_BOOL("lse", 0, "also write the log-sum-exp [1,Hq,total_q] (f32, natural log)"),
-    {.name = "dtype", .kind = KK_PARAM_DTYPE, .choices = varlen_dtypes, .def = KK_DTYPE_BF16,
+    {.name = "dtype",
+     .kind = KK_PARAM_DTYPE,
+     .choices = varlen_dtypes,
+     .def = KK_DTYPE_BF16,
      .help = "element type of q, k, v and o"},
     P_FLOAT("dropout", 0.0, 0.99, 0.0,
             "drop probability of each softmax weight (src/core/philox.h, batch = sequence)"),
     P_INT("seed", 0, INT64_MAX, 0, "dropout: Philox key"),
     P_INT("offset", 0, INT64_MAX, 0, "dropout: Philox counter offset"),
-    {.name = "seqlens_q", .kind = KK_PARAM_LIST, .min = 0, .max = SEQ_MAX,
+    {.name = "seqlens_q",
+     .kind = KK_PARAM_LIST,
+     .min = 0,
+     .max = SEQ_MAX,
      .help = "query length of each sequence, e.g. 5:0:17 (fills cu_seqlens_q); none = the even "
              "split of total_q",
      .def_list = "37:0:100:64"},
-    {.name = "seqlens_k", .kind = KK_PARAM_LIST, .min = 0, .max = SEQ_MAX,
-     .help = "key length of each sequence, as many as seqlens_q", .def_list = "50:7:100:64"},
+    {.name = "seqlens_k",
+     .kind = KK_PARAM_LIST,
+     .min = 0,
+     .max = SEQ_MAX,
+     .help = "key length of each sequence, as many as seqlens_q",
+     .def_list = "50:7:100:64"},
 };
 
 /* The list of `which` (0: queries, 1: keys) and its count. */
@@ -80,9 +91,11 @@ void kk__attention_varlen_dims(const kk_op_params *p, kk__varlen_dims *d) {
     d->total_q = p->i[KK__AVL_TQ] ? p->i[KK__AVL_TQ] : list_sum(lq, nq);
     d->total_k = p->i[KK__AVL_TK] ? p->i[KK__AVL_TK] : list_sum(lk, nk);
     d->max_q = p->i[KK__AVL_MAXQ] ? p->i[KK__AVL_MAXQ]
-                                  : nq ? list_max(lq, nq) : even_max(d->total_q, d->nseq);
+               : nq               ? list_max(lq, nq)
+                                  : even_max(d->total_q, d->nseq);
     d->max_k = p->i[KK__AVL_MAXK] ? p->i[KK__AVL_MAXK]
-                                  : nk ? list_max(lk, nk) : even_max(d->total_k, d->nseq);
+               : nk               ? list_max(lk, nk)
+                                  : even_max(d->total_k, d->nseq);
 }
 
 int64_t kk__attention_varlen_len(const kk_op_params *p, int which, int64_t s) {
@@ -123,20 +136,21 @@ kk_status kk__attention_varlen_check_cu(const char *name, const int64_t *cu, int
     char what[96], expected[160];
     if (cu[0] != 0) {
         snprintf(what, sizeof what, "%s[0]", name);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", what, "0",
-                             "%" PRId64, cu[0]);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", what, "0", "%" PRId64,
+                             cu[0]);
     }
     for (int64_t s = 0; s < nseq; s++) {
         const int64_t len = cu[s + 1] - cu[s];
         if (len >= 0 && len <= max_len) continue;
         snprintf(what, sizeof what, "%s[%" PRId64 "]", name, s + 1);
         if (len < 0)
-            snprintf(expected, sizeof expected, "at least %s[%" PRId64 "] = %" PRId64
-                     " (nondecreasing offsets)", name, s, cu[s]);
+            snprintf(expected, sizeof expected,
+                     "at least %s[%" PRId64 "] = %" PRId64 " (nondecreasing offsets)", name, s,
+                     cu[s]);
         else
             snprintf(expected, sizeof expected,
-                     "at most %s[%" PRId64 "] + %s = %" PRId64 " (sequence %" PRId64
-                     " has %" PRId64 " rows: raise %s)",
+                     "at most %s[%" PRId64 "] + %s = %" PRId64 " (sequence %" PRId64 " has %" PRId64
+                     " rows: raise %s)",
                      name, s, max_name, cu[s] + max_len, s, len, max_name);
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", what, expected,
                              "%" PRId64, cu[s + 1]);
@@ -186,8 +200,7 @@ kk_status kk__attention_varlen_validate(const kk_op_params *p) {
             return bad(tname, expected, "%" PRId64, total);
         }
         if (total < 1)
-            return bad(tname, "1..16777216 (some sequence of at least one row)", "%" PRId64,
-                       total);
+            return bad(tname, "1..16777216 (some sequence of at least one row)", "%" PRId64, total);
         const int64_t longest = nq ? list_max(v, nq) : even_max(total, d.nseq);
         if (mx < longest) {
             snprintf(expected, sizeof expected, "0 or at least %" PRId64 ", the longest sequence",
@@ -258,8 +271,8 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
     const double scale = p->f[KK__AVL_SCALE] > 0.0 ? p->f[KK__AVL_SCALE] : 1.0 / sqrt((double)D);
     int64_t *cu = malloc((size_t)(2 * (d.nseq + 1)) * sizeof *cu);
     if (!cu)
-        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen", "no memory for %" PRId64
-                         " offsets", 2 * (d.nseq + 1));
+        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
+                         "no memory for %" PRId64 " offsets", 2 * (d.nseq + 1));
     int64_t *cq = cu, *ck = cu + d.nseq + 1;
     kk_status st = read_cu("cu_seqlens_q", in[KK__AVL_T_CUQ], &d, 0, cq);
     if (st == KK_OK) st = read_cu("cu_seqlens_k", in[KK__AVL_T_CUK], &d, 1, ck);
@@ -298,8 +311,8 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
     }
     free(cu);
     if (failed)
-        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen", "no memory for %" PRId64
-                         " scores", d.max_k);
+        return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
+                         "no memory for %" PRId64 " scores", d.max_k);
     return KK_OK;
 }
 
@@ -328,19 +341,24 @@ static void fuzz(kk__rng *r, kk_op_params *p, int big) {
     kk__fuzz_set_int(p, "nseq", 0);
     kk__fuzz_set_int(p, "total_q", 0);
     kk__fuzz_set_int(p, "total_k", 0);
-    kk__fuzz_set_int(p, "max_seqlen_q", kk__rng_below(r, 4) ? 0 : longest[0] + kk__rng_below(r, 50));
-    kk__fuzz_set_int(p, "max_seqlen_k", kk__rng_below(r, 4) ? 0 : longest[1] + kk__rng_below(r, 50));
+    kk__fuzz_set_int(p, "max_seqlen_q",
+                     kk__rng_below(r, 4) ? 0 : longest[0] + kk__rng_below(r, 50));
+    kk__fuzz_set_int(p, "max_seqlen_k",
+                     kk__rng_below(r, 4) ? 0 : longest[1] + kk__rng_below(r, 50));
     kk__fuzz_set_int(p, "window_left",
-            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
+                     kk__rng_below(r, 4) ? -1
+                                         : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
     kk__fuzz_set_int(p, "window_right",
-            kk__rng_below(r, 4) ? -1 : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
+                     kk__rng_below(r, 4) ? -1
+                                         : (int64_t)kk__rng_below(r, (uint32_t)longest[1] + 1));
 }
 
 /* The offsets are not drawn: they are the case's sequence lengths (its
  * seqlens lists, or the even split), summed. */
 static kk__fill_rule fill(const kk_op_params *p, int k) {
     (void)p;
-    return (kk__fill_rule){k == KK__AVL_T_CUQ || k == KK__AVL_T_CUK ? KK__FILL_BY_OP : KK__FILL_NORMAL, 0};
+    return (kk__fill_rule){
+        k == KK__AVL_T_CUQ || k == KK__AVL_T_CUK ? KK__FILL_BY_OP : KK__FILL_NORMAL, 0};
 }
 
 static void write_input(const kk_op_params *p, int k, void *buf, int64_t n) {
@@ -353,21 +371,34 @@ static void write_input(const kk_op_params *p, int k, void *buf, int64_t n) {
 const kk_op kk__op_attention_varlen = {
     .id = KK__OP_ID_attention_varlen,
     .name = "attention_varlen",
-        .summary = "attention per sequence of a packed batch (cu_seqlens_q, cu_seqlens_k); "
-                   "GQA, causal, windows",
-        .nparams = KK__AVL_NPARAMS, .params = kk__attention_varlen_params,
-        .validate = kk__attention_varlen_validate, .describe = kk__attention_varlen_describe,
-        .flops = kk__attention_varlen_flops, .bytes = kk__op_bytes_io,
-        .reference = kk__attention_varlen_reference, .ntolerances = 3,
-        .tolerances = {{.dtype = KK_DTYPE_F32, .atol = 1e-5, .rtol = 1e-4, .l2 = 1e-5,
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
-                        .flags = KK_CHECK_ALLOW_NONFINITE},
-                       {.dtype = KK_DTYPE_F16, .atol = 2e-3, .rtol = 4e-3, .l2 = 5e-3,
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
-                        .flags = KK_CHECK_ALLOW_NONFINITE},
-                       {.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 2e-2, .l2 = 1e-2,
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
-                        .flags = KK_CHECK_ALLOW_NONFINITE}},
+    .summary = "attention per sequence of a packed batch (cu_seqlens_q, cu_seqlens_k); "
+               "GQA, causal, windows",
+    .nparams = KK__AVL_NPARAMS,
+    .params = kk__attention_varlen_params,
+    .validate = kk__attention_varlen_validate,
+    .describe = kk__attention_varlen_describe,
+    .flops = kk__attention_varlen_flops,
+    .bytes = kk__op_bytes_io,
+    .reference = kk__attention_varlen_reference,
+    .ntolerances = 3,
+    .tolerances = {{.dtype = KK_DTYPE_F32,
+                    .atol = 1e-5,
+                    .rtol = 1e-4,
+                    .l2 = 1e-5,
+                    .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
+                    .flags = KK_CHECK_ALLOW_NONFINITE},
+                   {.dtype = KK_DTYPE_F16,
+                    .atol = 2e-3,
+                    .rtol = 4e-3,
+                    .l2 = 5e-3,
+                    .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
+                    .flags = KK_CHECK_ALLOW_NONFINITE},
+                   {.dtype = KK_DTYPE_BF16,
+                    .atol = 1e-2,
+                    .rtol = 2e-2,
+                    .l2 = 1e-2,
+                    .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
+                    .flags = KK_CHECK_ALLOW_NONFINITE}},
     .fuzz = fuzz,
     .grow_param = "Hq",
     .fill = fill,

@@ -32,7 +32,15 @@ enum {
 };
 
 /* Tensor order: the kernels' t[]. */
-enum { KK__AVL_T_Q, KK__AVL_T_K, KK__AVL_T_V, KK__AVL_T_CUQ, KK__AVL_T_CUK, KK__AVL_T_O, KK__AVL_T_LSE };
+enum {
+    KK__AVL_T_Q,
+    KK__AVL_T_K,
+    KK__AVL_T_V,
+    KK__AVL_T_CUQ,
+    KK__AVL_T_CUK,
+    KK__AVL_T_O,
+    KK__AVL_T_LSE
+};
 
 /* The sizes the parameters resolve to (0s taken from the lists). */
 typedef struct kk__varlen_dims {

@@ -72,22 +72,23 @@ kk_status kk__fp8_gemm_reference(const kk_op_params *p, const double *const *in,
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             double acc = 0.0;
-            for (int64_t k = 0; k < K; k++)
-                acc += a[m * K + k] * b[n * K + k];
+            for (int64_t k = 0; k < K; k++) acc += a[m * K + k] * b[n * K + k];
             c[m * N + n] = scale * acc;
         }
     return KK_OK;
 }
 
-
-
 const kk_op kk__op_fp8_gemm = {
     .id = KK__OP_ID_fp8_gemm,
     .name = "fp8_gemm",
-        .summary = "c = (sa.sb) a . b^T; fp8 a [M,K], b [N,K], f32 sa, sb [1]; c bf16/f32 [M,N]",
-        .nparams = KK__FP8_NPARAMS, .params = kk__fp8_gemm_params,
-        .validate = kk__fp8_gemm_validate, .describe = kk__fp8_gemm_describe,
-        .flops = kk__fp8_gemm_flops, .bytes = kk__fp8_gemm_bytes,
-        .reference = kk__fp8_gemm_reference, KK__FP8_GEMM_TOLERANCES,
+    .summary = "c = (sa.sb) a . b^T; fp8 a [M,K], b [N,K], f32 sa, sb [1]; c bf16/f32 [M,N]",
+    .nparams = KK__FP8_NPARAMS,
+    .params = kk__fp8_gemm_params,
+    .validate = kk__fp8_gemm_validate,
+    .describe = kk__fp8_gemm_describe,
+    .flops = kk__fp8_gemm_flops,
+    .bytes = kk__fp8_gemm_bytes,
+    .reference = kk__fp8_gemm_reference,
+    KK__FP8_GEMM_TOLERANCES,
     .grow_param = "M",
 };

@@ -31,12 +31,16 @@ kk_status kk__fp8_gemm_reference(const kk_op_params *p, const double *const *in,
  * f32 as the GEMMs' f32 row; bf16 two unit roundoffs (2^-7), half the GEMMs'
  * bf16 rtol, which allows for a second rounding that fp8_gemm never has. */
 #define KK__FP8_GEMM_TOLERANCES                                                                    \
-    .ntolerances = 2,                                                                              \
-    .tolerances = {                                                                                \
-        {.dtype = KK_DTYPE_F32, .atol = 1e-4, .rtol = 1e-4, .l2 = 1e-5,                            \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
-        {.dtype = KK_DTYPE_BF16, .atol = 1e-3, .rtol = 7.8125e-3, .l2 = 5e-3,                      \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
+    .ntolerances = 2, .tolerances = {{.dtype = KK_DTYPE_F32,                                       \
+                                      .atol = 1e-4,                                                \
+                                      .rtol = 1e-4,                                                \
+                                      .l2 = 1e-5,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
+                                     {.dtype = KK_DTYPE_BF16,                                      \
+                                      .atol = 1e-3,                                                \
+                                      .rtol = 7.8125e-3,                                           \
+                                      .l2 = 5e-3,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
 
 extern const kk_op kk__op_fp8_gemm;
 

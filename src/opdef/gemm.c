@@ -34,22 +34,22 @@ kk_status kk__gemm_reference(const kk_op_params *p, const double *const *in, dou
 static const kk_op_param gemm_params[KK__GEMM_NPARAMS] = {
     [KK__GEMM_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 256, "rows of a and c"),
     [KK__GEMM_N] = KK__P_INT("N", 1, KK__DIM_MAX, 1, 256, "rows of b, columns of c"),
-    [KK__GEMM_K] = KK__P_INT("K", 1, KK__DIM_MAX, 1, 256, "the reduced dimension: columns of a and b"),
-    [KK__GEMM_DTYPE] = KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of a, b and c"),
+    [KK__GEMM_K] =
+        KK__P_INT("K", 1, KK__DIM_MAX, 1, 256, "the reduced dimension: columns of a and b"),
+    [KK__GEMM_DTYPE] =
+        KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of a, b and c"),
 };
-
-
 
 const kk_op kk__op_gemm = {
     .id = KK__OP_ID_gemm,
     .name = "gemm",
-     .summary = "c = a . b^T; a [M,K], b [N,K], c [M,N]",
-     .nparams = KK__GEMM_NPARAMS,
-     .params = gemm_params,
-     .describe = kk__gemm_describe,
-     .flops = kk__gemm_flops,
-     .bytes = kk__op_bytes_io,
-     .reference = kk__gemm_reference,
-     KK__FLOAT_TOLERANCES(0),
+    .summary = "c = a . b^T; a [M,K], b [N,K], c [M,N]",
+    .nparams = KK__GEMM_NPARAMS,
+    .params = gemm_params,
+    .describe = kk__gemm_describe,
+    .flops = kk__gemm_flops,
+    .bytes = kk__op_bytes_io,
+    .reference = kk__gemm_reference,
+    KK__FLOAT_TOLERANCES(0),
     .grow_param = "M",
 };

@@ -70,30 +70,28 @@ kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, d
     return KK_OK;
 }
 
-static const char *const activations[] = {
-    "none", "relu", "gelu_erf", "gelu_tanh", "silu", "swiglu", NULL};
+static const char *const activations[] = {"none", "relu",   "gelu_erf", "gelu_tanh",
+                                          "silu", "swiglu", NULL};
 static const kk_op_param linear_params[KK__LIN_NPARAMS] = {
     [KK__LIN_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 256, "rows of x and y (tokens)"),
     [KK__LIN_N] = KK__P_INT("N", 1, KK__DIM_MAX, 1, 256, "output features: rows of W"),
     [KK__LIN_K] = KK__P_INT("K", 1, KK__DIM_MAX, 1, 256, "input features"),
     [KK__LIN_BIAS] = KK__P_BOOL("bias", 1, "add a bias vector [N] (two for swiglu: gate and up)"),
     [KK__LIN_ACT] = KK__P_ENUM("activation", activations, KK__ACT_NONE, "applied after the bias"),
-    [KK__LIN_DTYPE] = KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of every tensor"),
+    [KK__LIN_DTYPE] =
+        KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of every tensor"),
 };
-
-
 
 const kk_op kk__op_linear = {
     .id = KK__OP_ID_linear,
     .name = "linear",
-     .summary =
-         "y = act(x . W^T + bias); swiglu: silu(x.Wg^T + bg) * (x.Wu^T + bu)",
-     .nparams = KK__LIN_NPARAMS,
-     .params = linear_params,
-     .describe = kk__linear_describe,
-     .flops = kk__linear_flops,
-     .bytes = kk__op_bytes_io,
-     .reference = kk__linear_reference,
-     KK__FLOAT_TOLERANCES(0),
+    .summary = "y = act(x . W^T + bias); swiglu: silu(x.Wg^T + bg) * (x.Wu^T + bu)",
+    .nparams = KK__LIN_NPARAMS,
+    .params = linear_params,
+    .describe = kk__linear_describe,
+    .flops = kk__linear_flops,
+    .bytes = kk__op_bytes_io,
+    .reference = kk__linear_reference,
+    KK__FLOAT_TOLERANCES(0),
     .grow_param = "M",
 };

@@ -7,13 +7,30 @@
 #include "opdef/nvfp4_gemm.h"
 
 const kk_op_param kk__nvfp4_gemm_params[KK__NVG_NPARAMS] = {
-    {.name = "M", .kind = KK_PARAM_INT, .min = 1, .max = 64, .def = 16,
+    {.name = "M",
+     .kind = KK_PARAM_INT,
+     .min = 1,
+     .max = 64,
+     .def = 16,
      .help = "rows of x and y (tokens; small batch)"},
-    {.name = "N", .kind = KK_PARAM_INT, .min = 1, .max = INT64_C(1) << 24, .def = 256,
+    {.name = "N",
+     .kind = KK_PARAM_INT,
+     .min = 1,
+     .max = INT64_C(1) << 24,
+     .def = 256,
      .help = "output features: rows of w, columns of y"},
-    {.name = "K", .kind = KK_PARAM_INT, .min = 64, .max = INT64_C(1) << 24, .multiple = 64,
-     .def = 256, .help = "input features, a multiple of 64"},
-    {.name = "global", .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = 0,
+    {.name = "K",
+     .kind = KK_PARAM_INT,
+     .min = 64,
+     .max = INT64_C(1) << 24,
+     .multiple = 64,
+     .def = 256,
+     .help = "input features, a multiple of 64"},
+    {.name = "global",
+     .kind = KK_PARAM_BOOL,
+     .min = 0,
+     .max = 1,
+     .def = 0,
      .help = "an f32 global scale gw multiplies w's scales"},
 };
 
@@ -48,8 +65,6 @@ kk_status kk__nvfp4_gemm_reference(const kk_op_params *p, const double *const *i
     return KK_OK;
 }
 
-
-
 /* w, sw and gw drawn as nvfp4_gemv's; x (bf16) normal. */
 static kk__fill_rule fill(const kk_op_params *p, int k) {
     kk_op_tensor t[KK_OP_MAX_TENSORS];
@@ -63,12 +78,19 @@ static kk__fill_rule fill(const kk_op_params *p, int k) {
 const kk_op kk__op_nvfp4_gemm = {
     .id = KK__OP_ID_nvfp4_gemm,
     .name = "nvfp4_gemm",
-        .summary = "y = x . (w*sw*gw)^T; x bf16 [M<=64,K], w e2m1 [N,K], sw e4m3 [N,K/16]",
-        .nparams = KK__NVG_NPARAMS, .params = kk__nvfp4_gemm_params,
-        .describe = kk__nvfp4_gemm_describe, .flops = kk__nvfp4_gemm_flops,
-        .bytes = kk__op_bytes_io, .reference = kk__nvfp4_gemm_reference, .ntolerances = 1,
-        .tolerances = {{.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 1.6e-2, .l2 = 1e-2,
-                        .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}},
+    .summary = "y = x . (w*sw*gw)^T; x bf16 [M<=64,K], w e2m1 [N,K], sw e4m3 [N,K/16]",
+    .nparams = KK__NVG_NPARAMS,
+    .params = kk__nvfp4_gemm_params,
+    .describe = kk__nvfp4_gemm_describe,
+    .flops = kk__nvfp4_gemm_flops,
+    .bytes = kk__op_bytes_io,
+    .reference = kk__nvfp4_gemm_reference,
+    .ntolerances = 1,
+    .tolerances = {{.dtype = KK_DTYPE_BF16,
+                    .atol = 1e-2,
+                    .rtol = 1.6e-2,
+                    .l2 = 1e-2,
+                    .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}},
     .grow_param = "N",
     .fill = fill,
 };

@@ -81,10 +81,13 @@ kk_status kk__nvfp4_gemv_reference(const kk_op_params *p, const double *const *i
 static const char *const scale_layouts[] = {"plain", "blocked", NULL};
 static const kk_op_param gemv_params[KK__GEMV_NPARAMS] = {
     [KK__GEMV_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 128, "rows of a and c"),
-    [KK__GEMV_K] = KK__P_INT("K", 64, KK__DIM_MAX, 64, 256, "the reduced dimension, a multiple of 64"),
+    [KK__GEMV_K] =
+        KK__P_INT("K", 64, KK__DIM_MAX, 64, 256, "the reduced dimension, a multiple of 64"),
     [KK__GEMV_L] = KK__P_INT("L", 1, 4096, 1, 1, "batch (outermost)"),
-    [KK__GEMV_LAYOUT] = KK__P_ENUM("scale_layout", scale_layouts, KK__GEMV_PLAIN, "plain or cuBLAS 128x4 blocked"),
-    [KK__GEMV_GLOBAL] = KK__P_BOOL("global", 0, "f32 global scales ga and gb multiply a's and b's scales"),
+    [KK__GEMV_LAYOUT] =
+        KK__P_ENUM("scale_layout", scale_layouts, KK__GEMV_PLAIN, "plain or cuBLAS 128x4 blocked"),
+    [KK__GEMV_GLOBAL] =
+        KK__P_BOOL("global", 0, "f32 global scales ga and gb multiply a's and b's scales"),
 };
 
 /* A batch of one half of the time. */
@@ -105,24 +108,24 @@ static kk__fill_rule fill(const kk_op_params *p, int k) {
     kk_op_tensor t[KK_OP_MAX_TENSORS];
     p->op->describe(p, t);
     if (t[k].dtype == KK_DTYPE_E2M1) return (kk__fill_rule){KK__FILL_NVFP4_CODES, 0};
-    if (t[k].dtype == KK_DTYPE_FP8_E4M3) return (kk__fill_rule){KK__FILL_NVFP4_SCALES, scale_shift(p)};
+    if (t[k].dtype == KK_DTYPE_FP8_E4M3)
+        return (kk__fill_rule){KK__FILL_NVFP4_SCALES, scale_shift(p)};
     return (kk__fill_rule){KK__FILL_GLOBAL_SCALE, 0};
 }
 
 const kk_op kk__op_nvfp4_gemv = {
     .id = KK__OP_ID_nvfp4_gemv,
     .name = "nvfp4_gemv",
-     .summary =
-         "c[l,m] = sum_k a*sa*ga * b*sb*gb; e2m1 a [L,M,K], b [L,1,K]; c f16",
-     .nparams = KK__GEMV_NPARAMS,
-     .params = gemv_params,
-     .describe = kk__nvfp4_gemv_describe,
-     .flops = kk__nvfp4_gemv_flops,
-     .bytes = kk__nvfp4_gemv_bytes,
-     .reference = kk__nvfp4_gemv_reference,
-     .ntolerances = 1,
-     .tolerances = {KK__TOL(KK_DTYPE_F16, 1e-3, 1e-3, 0.0, KK_CHECK_ELEMENTWISE,
-                        KK_CHECK_ALLOW_NONFINITE)},
+    .summary = "c[l,m] = sum_k a*sa*ga * b*sb*gb; e2m1 a [L,M,K], b [L,1,K]; c f16",
+    .nparams = KK__GEMV_NPARAMS,
+    .params = gemv_params,
+    .describe = kk__nvfp4_gemv_describe,
+    .flops = kk__nvfp4_gemv_flops,
+    .bytes = kk__nvfp4_gemv_bytes,
+    .reference = kk__nvfp4_gemv_reference,
+    .ntolerances = 1,
+    .tolerances = {KK__TOL(KK_DTYPE_F16, 1e-3, 1e-3, 0.0, KK_CHECK_ELEMENTWISE,
+                           KK_CHECK_ALLOW_NONFINITE)},
     .fuzz = fuzz,
     .grow_param = "M",
     .fill = fill,

@@ -82,24 +82,24 @@ const kk_op *kk__op_by_id(int id);
 #define KK__SEQ_MAX (INT64_C(1) << 20)
 
 #define KK__P_INT(nm, lo, hi, mul, d, h)                                                           \
-    {.name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = mul, .def = d, .help = h}
+    { .name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = mul, .def = d, .help = h }
 #define KK__P_BOOL(nm, d, h)                                                                       \
-    {.name = nm, .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = d, .help = h}
-#define KK__P_ENUM(nm, ch, d, h) {.name = nm, .kind = KK_PARAM_ENUM, .choices = ch, .def = d, .help = h}
+    { .name = nm, .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = d, .help = h }
+#define KK__P_ENUM(nm, ch, d, h)                                                                   \
+    { .name = nm, .kind = KK_PARAM_ENUM, .choices = ch, .def = d, .help = h }
 #define KK__P_DTYPE(nm, ch, d, h)                                                                  \
-    {.name = nm, .kind = KK_PARAM_DTYPE, .choices = ch, .def = d, .help = h}
+    { .name = nm, .kind = KK_PARAM_DTYPE, .choices = ch, .def = d, .help = h }
 #define KK__P_FLOAT(nm, lo, hi, d, h)                                                              \
-    {.name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h}
+    { .name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h }
 
 #define KK__BOTH (KK_CHECK_ELEMENTWISE | KK_CHECK_L2)
 #define KK__TOL(dt, a, r, l, crit, fl)                                                             \
-    {.dtype = dt, .atol = a, .rtol = r, .l2 = l, .criteria = crit, .flags = fl}
+    { .dtype = dt, .atol = a, .rtol = r, .l2 = l, .criteria = crit, .flags = fl }
 /* The float ops' rows: docs/harness.md ("Tolerances") gives each number. */
 #define KK__FLOAT_TOLERANCES(fl)                                                                   \
-    .ntolerances = 3,                                                                              \
-    .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-4, 1e-4, 1e-5, KK__BOTH, fl),                          \
-                   KK__TOL(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, fl),                          \
-                   KK__TOL(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, fl)}
+    .ntolerances = 3, .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-4, 1e-4, 1e-5, KK__BOTH, fl),        \
+                                     KK__TOL(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, fl),        \
+                                     KK__TOL(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, fl)}
 
 extern const char *const kk__float_dtypes[]; /* "f32", "f16", "bf16" */
 

@@ -45,97 +45,86 @@ const kk_op_param *kk_op_param_at(const kk_op *op, int i) {
 }
 
 kk_status kk_op_find(const char *name, const kk_op **out) {
-  kk_status st = KK__CHECK_NOT_NULL(out);
-  if (st != KK_OK)
-    return st;
-  for (int i = 0; name && i < OP_COUNT; i++)
-    if (strcmp(ops[i]->name, name) == 0) {
-      *out = ops[i];
-      return KK_OK;
-    }
-  char known[256] = "one of";
-  for (int i = 0; i < OP_COUNT; i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s %s",
-             i ? "," : "", ops[i]->name);
-  return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "name", known, "%s",
-                       name ? name : "NULL");
+    kk_status st = KK__CHECK_NOT_NULL(out);
+    if (st != KK_OK) return st;
+    for (int i = 0; name && i < OP_COUNT; i++)
+        if (strcmp(ops[i]->name, name) == 0) {
+            *out = ops[i];
+            return KK_OK;
+        }
+    char known[256] = "one of";
+    for (int i = 0; i < OP_COUNT; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s %s", i ? "," : "",
+                 ops[i]->name);
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "name", known, "%s",
+                         name ? name : "NULL");
 }
 
 int kk_op_param_index(const kk_op *op, const char *name) {
-  for (int i = 0; op && name && i < op->nparams; i++)
-    if (strcmp(op->params[i].name, name) == 0)
-      return i;
-  return -1;
+    for (int i = 0; op && name && i < op->nparams; i++)
+        if (strcmp(op->params[i].name, name) == 0) return i;
+    return -1;
 }
 
 kk_status kk_op_tolerance(const kk_op *op, kk_dtype dtype, kk_tolerance *out) {
-  kk_status st = KK__CHECK_NOT_NULL(op);
-  if (st == KK_OK)
-    st = KK__CHECK_NOT_NULL(out);
-  if (st != KK_OK)
-    return st;
-  for (int i = 0; i < op->ntolerances; i++)
-    if (op->tolerances[i].dtype == dtype) {
-      *out = op->tolerances[i];
-      return KK_OK;
-    }
-  return kk__arg_error(KK_ERR_UNSUPPORTED, op->name, "dtype",
-                       "a dtype this op writes", "%s", kk_dtype_name(dtype));
+    kk_status st = KK__CHECK_NOT_NULL(op);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(out);
+    if (st != KK_OK) return st;
+    for (int i = 0; i < op->ntolerances; i++)
+        if (op->tolerances[i].dtype == dtype) {
+            *out = op->tolerances[i];
+            return KK_OK;
+        }
+    return kk__arg_error(KK_ERR_UNSUPPORTED, op->name, "dtype", "a dtype this op writes", "%s",
+                         kk_dtype_name(dtype));
 }
 
 /* ---- what an op does ---- */
 
-int kk__tensor(kk_op_tensor *t, const char *name, kk_dtype dtype, int is_output,
-               int ndim, const int64_t *shape) {
-  memset(t, 0, sizeof *t);
-  t->name = name;
-  t->dtype = dtype;
-  t->is_output = is_output;
-  t->ndim = ndim;
-  t->numel = 1;
-  for (int d = 0; d < ndim; d++) {
-    t->shape[d] = shape[d];
-    t->numel *= shape[d];
-  }
-  return 1;
+int kk__tensor(kk_op_tensor *t, const char *name, kk_dtype dtype, int is_output, int ndim,
+               const int64_t *shape) {
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->dtype = dtype;
+    t->is_output = is_output;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        t->shape[d] = shape[d];
+        t->numel *= shape[d];
+    }
+    return 1;
 }
 
 double kk__op_bytes_io(const kk_op_params *p) {
-  kk_op_tensor t[KK_OP_MAX_TENSORS];
-  const int n = p->op->describe(p, t);
-  double bytes = 0.0;
-  for (int i = 0; i < n; i++)
-    bytes += (double)t[i].numel * kk_dtype_bits(t[i].dtype) / 8.0;
-  return bytes;
+    kk_op_tensor t[KK_OP_MAX_TENSORS];
+    const int n = p->op->describe(p, t);
+    double bytes = 0.0;
+    for (int i = 0; i < n; i++) bytes += (double)t[i].numel * kk_dtype_bits(t[i].dtype) / 8.0;
+    return bytes;
 }
 
 kk_status kk_op_tensors(const kk_op_params *p, kk_op_tensor *out, int *count) {
-  kk_status st = KK__CHECK_NOT_NULL(out);
-  if (st == KK_OK)
-    st = KK__CHECK_NOT_NULL(count);
-  if (st == KK_OK)
-    st = kk_op_params_validate(p);
-  if (st != KK_OK)
-    return st;
-  *count = p->op->describe(p, out);
-  return KK_OK;
+    kk_status st = KK__CHECK_NOT_NULL(out);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(count);
+    if (st == KK_OK) st = kk_op_params_validate(p);
+    if (st != KK_OK) return st;
+    *count = p->op->describe(p, out);
+    return KK_OK;
 }
 
 double kk_op_flops(const kk_op_params *p) {
-  return kk_op_params_validate(p) == KK_OK ? p->op->flops(p) : (double)NAN;
+    return kk_op_params_validate(p) == KK_OK ? p->op->flops(p) : (double)NAN;
 }
 
 double kk_op_bytes(const kk_op_params *p) {
-  return kk_op_params_validate(p) == KK_OK ? p->op->bytes(p) : (double)NAN;
+    return kk_op_params_validate(p) == KK_OK ? p->op->bytes(p) : (double)NAN;
 }
 
 kk_status kk_op_reference(const kk_op_params *p, const double *const *inputs,
                           double *const *outputs) {
-  kk_status st = kk_op_params_validate(p);
-  if (st == KK_OK)
-    st = KK__CHECK_NOT_NULL(inputs);
-  if (st == KK_OK)
-    st = KK__CHECK_NOT_NULL(outputs);
-  return st == KK_OK ? p->op->reference(p, inputs, outputs) : st;
+    kk_status st = kk_op_params_validate(p);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(inputs);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(outputs);
+    return st == KK_OK ? p->op->reference(p, inputs, outputs) : st;
 }
-

@@ -15,8 +15,7 @@ enum { KK__RMS_ROWS, KK__RMS_N, KK__RMS_EPS, KK__RMS_DTYPE, KK__RMS_NPARAMS };
 extern const kk_op_param kk__rmsnorm_params[KK__RMS_NPARAMS];
 int kk__rmsnorm_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__rmsnorm_flops(const kk_op_params *p);
-kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in,
-                                double *const *out);
+kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in, double *const *out);
 
 /* Tolerances of the norms (rmsnorm, layernorm). The reference sees the
  * kernel's exact inputs, so the error is the kernel's f32 arithmetic plus the
@@ -30,15 +29,21 @@ kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in,
  * 4u. A kernel that ignores eps (eps = 0.1: r off by 5%) or forgets the mean
  * fails all three. Relative L2 as for every float op. */
 #define KK__NORM_TOLERANCES                                                                        \
-    .ntolerances = 3,                                                                              \
-    .tolerances = {                                                                                \
-        {.dtype = KK_DTYPE_F32, .atol = 1e-5, .rtol = 1e-5, .l2 = 1e-5,                            \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
-        {.dtype = KK_DTYPE_F16, .atol = 1e-3, .rtol = 2e-3, .l2 = 5e-3,                            \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
-        {.dtype = KK_DTYPE_BF16, .atol = 1e-2, .rtol = 1.6e-2, .l2 = 1e-2,                         \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}                                           \
-    }
+    .ntolerances = 3, .tolerances = {{.dtype = KK_DTYPE_F32,                                       \
+                                      .atol = 1e-5,                                                \
+                                      .rtol = 1e-5,                                                \
+                                      .l2 = 1e-5,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
+                                     {.dtype = KK_DTYPE_F16,                                       \
+                                      .atol = 1e-3,                                                \
+                                      .rtol = 2e-3,                                                \
+                                      .l2 = 5e-3,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
+                                     {.dtype = KK_DTYPE_BF16,                                      \
+                                      .atol = 1e-2,                                                \
+                                      .rtol = 1.6e-2,                                              \
+                                      .l2 = 1e-2,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
 
 extern const kk_op kk__op_rmsnorm;
 

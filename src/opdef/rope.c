@@ -13,19 +13,40 @@ static const char *const rope_styles[] = {"neox", "gptj", NULL};
 const kk_op_param kk__rope_params[KK__ROPE_NPARAMS] = {
     {.name = "B", .kind = KK_PARAM_INT, .min = 1, .max = 65536, .def = 1, .help = "batch"},
     {.name = "H", .kind = KK_PARAM_INT, .min = 1, .max = 1024, .def = 8, .help = "heads"},
-    {.name = "S", .kind = KK_PARAM_INT, .min = 1, .max = INT64_C(1) << 20, .def = 128,
+    {.name = "S",
+     .kind = KK_PARAM_INT,
+     .min = 1,
+     .max = INT64_C(1) << 20,
+     .def = 128,
      .help = "sequence length"},
-    {.name = "D", .kind = KK_PARAM_INT, .min = 2, .max = 1024, .def = 64,
-     .help = "head dimension"},
-    {.name = "rotary_dim", .kind = KK_PARAM_INT, .min = 0, .max = 1024, .def = 0,
+    {.name = "D", .kind = KK_PARAM_INT, .min = 2, .max = 1024, .def = 64, .help = "head dimension"},
+    {.name = "rotary_dim",
+     .kind = KK_PARAM_INT,
+     .min = 0,
+     .max = 1024,
+     .def = 0,
      .help = "dimensions rotated: even, <= D; 0 = D (then D even); the rest are copied"},
-    {.name = "offset", .kind = KK_PARAM_INT, .min = 0, .max = INT64_C(1) << 24, .def = 0,
+    {.name = "offset",
+     .kind = KK_PARAM_INT,
+     .min = 0,
+     .max = INT64_C(1) << 24,
+     .def = 0,
      .help = "position of s = 0 (the cache length when decoding)"},
-    {.name = "theta", .kind = KK_PARAM_FLOAT, .fmin = 1.0, .fmax = 1e9, .fdef = 10000.0,
+    {.name = "theta",
+     .kind = KK_PARAM_FLOAT,
+     .fmin = 1.0,
+     .fmax = 1e9,
+     .fdef = 10000.0,
      .help = "frequency base: f_i = theta^(-2i/rotary_dim)"},
-    {.name = "style", .kind = KK_PARAM_ENUM, .choices = rope_styles, .def = KK__ROPE_NEOX,
+    {.name = "style",
+     .kind = KK_PARAM_ENUM,
+     .choices = rope_styles,
+     .def = KK__ROPE_NEOX,
      .help = "neox: pairs (i, i + R/2), rotate_half; gptj: pairs (2i, 2i + 1)"},
-    {.name = "dtype", .kind = KK_PARAM_DTYPE, .choices = rope_dtypes, .def = KK_DTYPE_BF16,
+    {.name = "dtype",
+     .kind = KK_PARAM_DTYPE,
+     .choices = rope_dtypes,
+     .def = KK_DTYPE_BF16,
      .help = "element type of x and y"},
 };
 
@@ -95,16 +116,23 @@ static void fuzz(kk__rng *r, kk_op_params *p, int big) {
     }
     const uint32_t far = kk__rng_below(r, 3);
     kk__fuzz_set_int(p, "offset",
-            far == 0 ? 0 : far == 1 ? kk__fuzz_size(r, 5000) : (int64_t)kk__rng_below(r, 1u << 20));
+                     far == 0   ? 0
+                     : far == 1 ? kk__fuzz_size(r, 5000)
+                                : (int64_t)kk__rng_below(r, 1u << 20));
     kk__fuzz_set_float(p, "theta", thetas[kk__rng_below(r, 4)]);
 }
 
 const kk_op kk__op_rope = {
     .id = KK__OP_ID_rope,
     .name = "rope",
-        .summary = "rotary embedding of x [B,H,S,D] at positions offset+s; neox or gptj pairs",
-        .nparams = KK__ROPE_NPARAMS, .params = kk__rope_params, .validate = kk__rope_validate,
-        .describe = kk__rope_describe, .flops = kk__rope_flops, .bytes = kk__op_bytes_io,
-        .reference = kk__rope_reference, KK__ROPE_TOLERANCES,
+    .summary = "rotary embedding of x [B,H,S,D] at positions offset+s; neox or gptj pairs",
+    .nparams = KK__ROPE_NPARAMS,
+    .params = kk__rope_params,
+    .validate = kk__rope_validate,
+    .describe = kk__rope_describe,
+    .flops = kk__rope_flops,
+    .bytes = kk__op_bytes_io,
+    .reference = kk__rope_reference,
+    KK__ROPE_TOLERANCES,
     .fuzz = fuzz,
 };

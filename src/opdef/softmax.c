@@ -10,13 +10,28 @@
 static const char *const softmax_dtypes[] = {"f32", "f16", "bf16", NULL};
 
 const kk_op_param kk__softmax_params[KK__SMX_NPARAMS] = {
-    {.name = "rows", .kind = KK_PARAM_INT, .min = 1, .max = INT64_C(1) << 24, .def = 256,
+    {.name = "rows",
+     .kind = KK_PARAM_INT,
+     .min = 1,
+     .max = INT64_C(1) << 24,
+     .def = 256,
      .help = "rows of x and y"},
-    {.name = "n", .kind = KK_PARAM_INT, .min = 1, .max = INT64_C(1) << 24, .def = 1024,
+    {.name = "n",
+     .kind = KK_PARAM_INT,
+     .min = 1,
+     .max = INT64_C(1) << 24,
+     .def = 1024,
      .help = "the softmax dimension: columns of x and y"},
-    {.name = "scale", .kind = KK_PARAM_FLOAT, .fmin = 0.0, .fmax = 1e4, .fdef = 1.0,
+    {.name = "scale",
+     .kind = KK_PARAM_FLOAT,
+     .fmin = 0.0,
+     .fmax = 1e4,
+     .fdef = 1.0,
      .help = "x is multiplied by it before the softmax"},
-    {.name = "dtype", .kind = KK_PARAM_DTYPE, .choices = softmax_dtypes, .def = KK_DTYPE_BF16,
+    {.name = "dtype",
+     .kind = KK_PARAM_DTYPE,
+     .choices = softmax_dtypes,
+     .def = KK_DTYPE_BF16,
      .help = "element type of x and y"},
 };
 
@@ -57,9 +72,14 @@ static void fuzz(kk__rng *r, kk_op_params *p, int big) {
 
 const kk_op kk__op_softmax = {
     .id = KK__OP_ID_softmax,
-    .name = "softmax", .summary = "y = softmax(x * scale) along the last dim; x, y [rows,n]",
-        .nparams = KK__SMX_NPARAMS, .params = kk__softmax_params,
-        .describe = kk__softmax_describe, .flops = kk__softmax_flops, .bytes = kk__op_bytes_io,
-        .reference = kk__softmax_reference, KK__SOFTMAX_TOLERANCES,
+    .name = "softmax",
+    .summary = "y = softmax(x * scale) along the last dim; x, y [rows,n]",
+    .nparams = KK__SMX_NPARAMS,
+    .params = kk__softmax_params,
+    .describe = kk__softmax_describe,
+    .flops = kk__softmax_flops,
+    .bytes = kk__op_bytes_io,
+    .reference = kk__softmax_reference,
+    KK__SOFTMAX_TOLERANCES,
     .fuzz = fuzz,
 };

@@ -15,8 +15,7 @@ enum { KK__SMX_ROWS, KK__SMX_N, KK__SMX_SCALE, KK__SMX_DTYPE, KK__SMX_NPARAMS };
 extern const kk_op_param kk__softmax_params[KK__SMX_NPARAMS];
 int kk__softmax_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__softmax_flops(const kk_op_params *p);
-kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in,
-                                double *const *out);
+kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in, double *const *out);
 
 /* Tolerances. Every y is positive and nothing cancels, so the error is
  * relative: with t = scale * (x - max x) (computed in that order, so t's own
@@ -30,15 +29,21 @@ kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in,
  * subnormals below 6e-5 are 6e-8 apart, inside the 1e-6 floor. A kernel that
  * ignores scale or misses an element of the max or the sum fails. */
 #define KK__SOFTMAX_TOLERANCES                                                                     \
-    .ntolerances = 3,                                                                              \
-    .tolerances = {                                                                                \
-        {.dtype = KK_DTYPE_F32, .atol = 1e-6, .rtol = 1e-5, .l2 = 1e-5,                            \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
-        {.dtype = KK_DTYPE_F16, .atol = 1e-6, .rtol = 2e-3, .l2 = 5e-3,                            \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},                                          \
-        {.dtype = KK_DTYPE_BF16, .atol = 1e-6, .rtol = 1.6e-2, .l2 = 1e-2,                         \
-         .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}                                           \
-    }
+    .ntolerances = 3, .tolerances = {{.dtype = KK_DTYPE_F32,                                       \
+                                      .atol = 1e-6,                                                \
+                                      .rtol = 1e-5,                                                \
+                                      .l2 = 1e-5,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
+                                     {.dtype = KK_DTYPE_F16,                                       \
+                                      .atol = 1e-6,                                                \
+                                      .rtol = 2e-3,                                                \
+                                      .l2 = 5e-3,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
+                                     {.dtype = KK_DTYPE_BF16,                                      \
+                                      .atol = 1e-6,                                                \
+                                      .rtol = 1.6e-2,                                              \
+                                      .l2 = 1e-2,                                                  \
+                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
 
 extern const kk_op kk__op_softmax;
 

@@ -73,11 +73,11 @@ kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, const kk_t
     if (st == KK_OK) st = seqlen_arg("max_seqlen_q", max_seqlen_q);
     if (st == KK_OK) st = seqlen_arg("max_seqlen_k", max_seqlen_k);
     if (st == KK_OK && opt->seed > INT64_MAX)
-        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->seed", "at most 2^63-1",
-                           "%" PRIu64, opt->seed);
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->seed", "at most 2^63-1", "%" PRIu64,
+                           opt->seed);
     if (st == KK_OK && opt->offset > INT64_MAX)
-        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->offset", "at most 2^63-1",
-                           "%" PRIu64, opt->offset);
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->offset", "at most 2^63-1", "%" PRIu64,
+                           opt->offset);
     kk_op_params p;
     if (st == KK_OK) st = kk__entry_params(&row, &p);
     if (st != KK_OK) return st;
@@ -118,8 +118,7 @@ kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, const kk_t
 
 /* A case's cu_seqlens tensors hold its lists (or the even split); its
  * maximum lengths are what the parameters resolve to. */
-kk_status kk__attention_varlen_entry(const kk_op_params *p, kk_tensor *const *t,
-                                     kk_stream stream) {
+kk_status kk__attention_varlen_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     kk__varlen_dims d;
     kk__attention_varlen_dims(p, &d);
     const kk_attention_options opt = {

@@ -24,8 +24,7 @@ static kk_status fill_row(kk__op_row *row) {
     for (;;) {
         int expected = ROW_EMPTY;
         if (atomic_compare_exchange_strong_explicit(&row->state, &expected, ROW_FILLING,
-                                                    memory_order_acquire,
-                                                    memory_order_acquire)) {
+                                                    memory_order_acquire, memory_order_acquire)) {
             const kk_op *op = NULL;
             kk_status st = kk_op_find(row->name, &op);
             if (st == KK_OK) st = kk_op_params_init(op, &row->defaults);

@@ -30,7 +30,8 @@ typedef struct kk__op_row {
     kk_op_params defaults;
 } kk__op_row;
 
-#define KK__OP_ROW(op_name) {.name = (op_name)}
+#define KK__OP_ROW(op_name)                                                                        \
+    { .name = (op_name) }
 
 /* A tensor the op needs: present, with `ndim` dimensions (any when ndim < 0:
  * kk_op_run checks its shape). Errors name the op and the argument. */
@@ -62,8 +63,7 @@ kk_status kk__entry_run(const kk_op_params *p, const kk_tensor *const *tensors, 
 kk_status kk__gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 kk_status kk__linear_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 kk_status kk__attention_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__attention_varlen_entry(const kk_op_params *p, kk_tensor *const *t,
-                                     kk_stream stream);
+kk_status kk__attention_varlen_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 kk_status kk__nvfp4_gemv_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 kk_status kk__rmsnorm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
 kk_status kk__layernorm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);

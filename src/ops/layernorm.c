@@ -9,8 +9,8 @@ static kk__op_row row = KK__OP_ROW("layernorm");
 kk_status kk_layernorm(const kk_tensor *x, const kk_tensor *w, const kk_tensor *b, kk_tensor *y,
                        double eps, kk_stream stream) {
     if (!w != !b)
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "layernorm", "w, b", "both or neither",
-                             "%s", w ? "b NULL" : "w NULL");
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "layernorm", "w, b", "both or neither", "%s",
+                             w ? "b NULL" : "w NULL");
     kk_op_params p;
     kk_status st = kk__entry_need("layernorm", "x", x, 2);
     if (st == KK_OK && w) st = kk__entry_need("layernorm", "w", w, 1);

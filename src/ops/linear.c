@@ -27,8 +27,8 @@ kk_status kk_linear(const kk_tensor *x, const kk_tensor *w, const kk_tensor *bia
     p.i[KK__LIN_BIAS] = bias != NULL;
     p.i[KK__LIN_ACT] = act; /* kk_activation's values are the op's first choices */
     p.i[KK__LIN_DTYPE] = x->dtype;
-    if (bias) return kk__entry_run(&p, (const kk_tensor *[]){x, w, bias, y}, 4, stream,
-                                   dtype_from_x, 1);
+    if (bias)
+        return kk__entry_run(&p, (const kk_tensor *[]){x, w, bias, y}, 4, stream, dtype_from_x, 1);
     return kk__entry_run(&p, (const kk_tensor *[]){x, w, y}, 3, stream, dtype_from_x, 1);
 }
 
@@ -37,7 +37,8 @@ kk_status kk_swiglu(const kk_tensor *x, const kk_tensor *w_gate, const kk_tensor
                     kk_stream stream) {
     if (!bias_gate != !bias_up)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "linear", "bias_gate, bias_up",
-                             "both or neither", "%s", bias_gate ? "bias_up NULL" : "bias_gate NULL");
+                             "both or neither", "%s",
+                             bias_gate ? "bias_up NULL" : "bias_gate NULL");
     kk_op_params p;
     kk_status st = kk__entry_need("linear", "x", x, 2);
     if (st == KK_OK) st = kk__entry_need("linear", "w_gate", w_gate, 2);
@@ -54,8 +55,7 @@ kk_status kk_swiglu(const kk_tensor *x, const kk_tensor *w_gate, const kk_tensor
     if (bias_gate)
         return kk__entry_run(&p, (const kk_tensor *[]){x, w_gate, w_up, bias_gate, bias_up, y}, 6,
                              stream, dtype_from_x, 1);
-    return kk__entry_run(&p, (const kk_tensor *[]){x, w_gate, w_up, y}, 4, stream, dtype_from_x,
-                         1);
+    return kk__entry_run(&p, (const kk_tensor *[]){x, w_gate, w_up, y}, 4, stream, dtype_from_x, 1);
 }
 
 /* Tensors as the op describes them: x, w, [bias], y; swiglu x, w_gate, w_up,

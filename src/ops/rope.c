@@ -8,8 +8,7 @@ void kk_rope_options_init(kk_rope_options *opt) {
     if (opt) *opt = (kk_rope_options)KK_ROPE_OPTIONS_INIT;
 }
 
-kk_status kk_rope(const kk_tensor *x, kk_tensor *y, const kk_rope_options *opt,
-                  kk_stream stream) {
+kk_status kk_rope(const kk_tensor *x, kk_tensor *y, const kk_rope_options *opt, kk_stream stream) {
     const kk_rope_options defaults = KK_ROPE_OPTIONS_INIT;
     if (!opt) opt = &defaults;
     kk_op_params p;

@@ -116,12 +116,16 @@ extern "C" kk_status kk__attention_cuda(const kk_op_params *op, kk_tensor *const
             return kk__error(KK_ERR_UNSUPPORTED, "attention",
                              "the cuda kernel needs 16-byte aligned rows of %s (strides %lld, "
                              "%lld, %lld, %lld)",
-                             k == 0 ? "q" : k == 1 ? "k" : k == 2 ? "v" : "o",
+                             k == 0   ? "q"
+                             : k == 1 ? "k"
+                             : k == 2 ? "v"
+                                      : "o",
                              (long long)x->strides[0], (long long)x->strides[1],
                              (long long)x->strides[2], (long long)x->strides[3]);
     }
     if (i[KK__ATT_LSE] && !kk_tensor_is_contiguous(t[4]))
-        return kk__error(KK_ERR_UNSUPPORTED, "attention", "the cuda kernel writes lse contiguously");
+        return kk__error(KK_ERR_UNSUPPORTED, "attention",
+                         "the cuda kernel writes lse contiguously");
     Params p;
     memset(&p, 0, sizeof p);
     p.q = t[0]->data;
@@ -160,7 +164,8 @@ extern "C" kk_status kk__attention_cuda(const kk_op_params *op, kk_tensor *const
     else if ((kd == 64 || kd == 128) && kk_attn::hopper_ready())
         e = kk_attn::launch_hopper(p, kd, dt == KK_DTYPE_BF16, s);
     else
-        e = dt == KK_DTYPE_BF16 ? launch_dtype<__nv_bfloat16>(p, kd, s) : launch_dtype<__half>(p, kd, s);
+        e = dt == KK_DTYPE_BF16 ? launch_dtype<__nv_bfloat16>(p, kd, s)
+                                : launch_dtype<__half>(p, kd, s);
     if (e != cudaSuccess)
         return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "attention", cudaGetErrorName(e),
                               cudaGetErrorString(e), "the attention kernel failed to launch");

@@ -24,10 +24,10 @@ using kk_cuda::smem_optin;
 // device has the default kernel's shared memory (head dim 128: 140 KiB, not on
 // Ada).
 bool use_decode(const Params &p, int kd) {
-    const size_t smem = 2 * (kd == 64 ? decode_pipe_smem_elems<64, 2, 32>()
-                                      : decode_pipe_smem_elems<128, 2, 32>());
-    return (kd == 64 || kd == 128) && (p.Hq / p.Hkv) * p.Sq <= kDecodeRows &&
-           p.Sk >= 512 && smem <= (size_t)smem_optin();
+    const size_t smem =
+        2 * (kd == 64 ? decode_pipe_smem_elems<64, 2, 32>() : decode_pipe_smem_elems<128, 2, 32>());
+    return (kd == 64 || kd == 128) && (p.Hq / p.Hkv) * p.Sq <= kDecodeRows && p.Sk >= 512 &&
+           smem <= (size_t)smem_optin();
 }
 
 namespace {
@@ -163,8 +163,7 @@ template <int KD, typename T, bool kDropout>
 cudaError_t launch_decode_variant(const Params &p, int variant, cudaStream_t stream) {
     if (variant == 2) return launch_decode_pipe<KD, T, kDropout, 2, 16>(p, stream);
     if (variant == 4) return launch_decode_pipe<KD, T, kDropout, 3, 16>(p, stream);
-    if (variant == 3 &&
-        decode_pipe_smem_elems<KD, 3, 32>() * sizeof(T) <= (size_t)smem_optin())
+    if (variant == 3 && decode_pipe_smem_elems<KD, 3, 32>() * sizeof(T) <= (size_t)smem_optin())
         return launch_decode_pipe<KD, T, kDropout, 3, 32>(p, stream);
     return launch_decode_pipe<KD, T, kDropout, 2, 32>(p, stream);
 }

@@ -14,12 +14,12 @@ constexpr int kDecodeRows = 16; // one m16 tile: group * Sq <= 16
 constexpr int kDecodeKeys = 64; // a split has at least this many keys per warp
 
 struct DecodeParams {
-    Params p;            // the op's parameters and tensors
-    int group;           // Hq / Hkv
-    int splits;          // CTAs along the keys
-    int keys_per_split;  // a multiple of the kernel's stage keys (and of 4)
-    float *part_o;       // [B*Hq*Sq, splits, d]: O of each split, normalized
-    float *part_lse;     // [B*Hq*Sq, splits]
+    Params p;           // the op's parameters and tensors
+    int group;          // Hq / Hkv
+    int splits;         // CTAs along the keys
+    int keys_per_split; // a multiple of the kernel's stage keys (and of 4)
+    float *part_o;      // [B*Hq*Sq, splits, d]: O of each split, normalized
+    float *part_lse;    // [B*Hq*Sq, splits]
 };
 
 // Programmatic dependent launch (Hopper): the decode kernel lets the combine
@@ -51,8 +51,7 @@ template <int N> __device__ __forceinline__ void cp_async_wait_group() {
 // (a multiple of 16: one k step of the P.V mma); blocks of a warp are
 // kWarps * kSK keys apart, so n0 stays a multiple of 4 (dropout's Philox
 // words) when keys_per_split is a multiple of kSK.
-template <int KD, int kStages, int kSK>
-constexpr size_t decode_pipe_smem_elems() {
+template <int KD, int kStages, int kSK> constexpr size_t decode_pipe_smem_elems() {
     return (size_t)(kDecodeRows + kWarps * kStages * 2 * kSK) * (KD + 8);
 }
 
@@ -88,8 +87,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const int r = c / (KD / 8), col = (c % (KD / 8)) * 8;
         const bool ok = r < rows && col < p.d;
         const int hq = hk * dp.group + (ok ? r / p.Sq : 0), i = ok ? r % p.Sq : 0;
-        const T *src = static_cast<const T *>(p.q) + b * p.q_bs + hq * p.q_hs +
-                       (int64_t)i * p.q_ss + col;
+        const T *src =
+            static_cast<const T *>(p.q) + b * p.q_bs + hq * p.q_hs + (int64_t)i * p.q_ss + col;
         cp_async16(sQ + r * kPitch + col, ok ? src : static_cast<const T *>(p.q), ok ? 16 : 0);
     }
     cp_async_commit();
@@ -141,12 +140,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             ls = ls >= kStages ? ls - kStages : ls;
             T *sK = sW + ls * kStageElems;
             if (n_load < k_end)
-                load_tile<KD, T, 32>(sK, gK + (int64_t)n_load * p.k_ss, p.k_ss, kSK,
-                                     k_end - n_load, p.d, lane);
+                load_tile<KD, T, 32>(sK, gK + (int64_t)n_load * p.k_ss, p.k_ss, kSK, k_end - n_load,
+                                     p.d, lane);
             cp_async_commit();
             if (n_load < k_end)
-                load_tile<KD, T, 32>(sK + kSK * kPitch, gV + (int64_t)n_load * p.v_ss, p.v_ss,
-                                     kSK, k_end - n_load, p.d, lane);
+                load_tile<KD, T, 32>(sK + kSK * kPitch, gV + (int64_t)n_load * p.v_ss, p.v_ss, kSK,
+                                     k_end - n_load, p.d, lane);
             cp_async_commit();
             n_load += kStep;
         }
@@ -183,8 +182,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             softmax_row(s, o_acc, r, m_run[r], l_run[r], p.scale_log2);
         }
         if constexpr (kDropout)
-            dropout_rows(s, p, (uint32_t)(b * p.Hq + hq_r[0]), (uint32_t)(b * p.Hq + hq_r[1]), qi[0],
-                         qi[1], n0, t);
+            dropout_rows(s, p, (uint32_t)(b * p.Hq + hq_r[0]), (uint32_t)(b * p.Hq + hq_r[1]),
+                         qi[0], qi[1], n0, t);
         cp_async_wait_group<2 * kStages - 2>(); // and its V
         __syncwarp();
 #pragma unroll

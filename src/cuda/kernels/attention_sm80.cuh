@@ -14,7 +14,7 @@
 
 namespace kk_attn {
 
-constexpr int kWarps = 4;     // each owns kMTiles m16 tiles of query rows
+constexpr int kWarps = 4; // each owns kMTiles m16 tiles of query rows
 
 // Tiles per head dim, chosen by measurement on an H100 (docs/kernels/
 // attention.md, "Tile sweep"). Two m16 tiles per warp (128 query rows per CTA)
@@ -30,25 +30,25 @@ template <int MT, int BN, bool QR> struct Tiles {
     static constexpr bool kQInRegs = QR;
 };
 template <int KD>
-using Config = Tiles<(KD > 128 ? 1 : 2), (KD > 128 ? 32 : (KD == 96 || KD == 128 ? 64 : 128)),
-                     (KD <= 32)>;
+using Config =
+    Tiles<(KD > 128 ? 1 : 2), (KD > 128 ? 32 : (KD == 96 || KD == 128 ? 64 : 128)), (KD <= 32)>;
 constexpr int kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
     const void *q, *k, *v;
     void *o;
-    float *lse;                     // NULL: not written
-    int64_t q_bs, q_hs, q_ss;       // strides in elements: batch, head, sequence
+    float *lse;               // NULL: not written
+    int64_t q_bs, q_hs, q_ss; // strides in elements: batch, head, sequence
     int64_t k_bs, k_hs, k_ss;
     int64_t v_bs, v_hs, v_ss;
     int64_t o_bs, o_hs, o_ss;
-    int B, Hq, Hkv, Sq, Sk, d;      // d: the real head dim (<= KD, a multiple of 8)
-    float scale_log2;               // softmax scale * log2(e)
-    int causal, window_left, window_right;  // -1 = unlimited
-    int dropout;                    // 0: none
+    int B, Hq, Hkv, Sq, Sk, d;             // d: the real head dim (<= KD, a multiple of 8)
+    float scale_log2;                      // softmax scale * log2(e)
+    int causal, window_left, window_right; // -1 = unlimited
+    int dropout;                           // 0: none
     uint32_t drop_threshold;
-    float drop_rescale;             // 1 / (1 - p)
+    float drop_rescale; // 1 / (1 - p)
     uint64_t seed, offset;
     // attention_varlen (the kVarlen kernel): int32 offsets [B + 1] of each
     // sequence's query rows and keys in the packed q/o and k/v; B is then the
@@ -64,11 +64,10 @@ template <> struct MmaType<__nv_bfloat16> {
     }
     static __device__ __forceinline__ void mma(float *c, const uint32_t *a, uint32_t b0,
                                                uint32_t b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
 };
 template <> struct MmaType<__half> {
@@ -78,11 +77,10 @@ template <> struct MmaType<__half> {
     }
     static __device__ __forceinline__ void mma(float *c, const uint32_t *a, uint32_t b0,
                                                uint32_t b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
 };
 
@@ -111,8 +109,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const void *p) {
 
 // 16 bytes global -> shared; bytes = 0 writes zeros (rows past the end).
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "r"(bytes));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
 __device__ __forceinline__ void cp_async_wait_all() {
@@ -213,8 +211,8 @@ __device__ __forceinline__ void dropout_rows(float (&s)[kNTiles][4], const Param
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const int j = n0 + nt * 8 + 2 * t;
-            const kk__philox4 bits = kk__dropout_bits(p.seed, p.offset, r ? bh1 : bh0,
-                                                      (uint32_t)(r ? row1 : row0), (uint32_t)(j >> 2));
+            const kk__philox4 bits = kk__dropout_bits(
+                p.seed, p.offset, r ? bh1 : bh0, (uint32_t)(r ? row1 : row0), (uint32_t)(j >> 2));
             if (((t & 1) ? bits.v[2] : bits.v[0]) < p.drop_threshold) s[nt][2 * r] = 0.f;
             if (((t & 1) ? bits.v[3] : bits.v[1]) < p.drop_threshold) s[nt][2 * r + 1] = 0.f;
         }
@@ -228,16 +226,15 @@ __device__ __forceinline__ void dropout_rows(float (&s)[kNTiles][4], const Param
 // (src/core/philox.h). Without kVarlen the code is the fixed-length kernel's,
 // unchanged.
 template <int KD, typename T, bool kDropout, class C = Config<KD>, bool kVarlen = false>
-__global__ void __launch_bounds__(kThreads)
-    attention_fwd_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads) attention_fwd_kernel(const Params p) {
     using M = MmaType<T>;
     constexpr int kPitch = KD + 8;
-    constexpr int kMT = C::kMTiles;            // m16 tiles per warp
-    constexpr int kBlockM = C::kBlockM;        // 64 * kMT query rows per CTA
+    constexpr int kMT = C::kMTiles;     // m16 tiles per warp
+    constexpr int kBlockM = C::kBlockM; // 64 * kMT query rows per CTA
     constexpr int kBlockN = C::kBlockN;
     constexpr bool kQInRegs = C::kQInRegs;
-    constexpr int kDTiles = KD / 8;   // n8 tiles of O
-    constexpr int kKSteps = KD / 16;  // k16 steps of Q K^T
+    constexpr int kDTiles = KD / 8;  // n8 tiles of O
+    constexpr int kKSteps = KD / 16; // k16 steps of Q K^T
     constexpr int kNTiles = kBlockN / 8;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -274,8 +271,10 @@ __global__ void __launch_bounds__(kThreads)
         k_base = (int64_t)sk0 * p.k_ss, v_base = (int64_t)sk0 * p.v_ss;
     }
     const auto range = [&](int i, int &lo, int &hi) {
-        if constexpr (kVarlen) key_range(p, i, vSq, vSk, lo, hi);
-        else key_range(p, i, lo, hi);
+        if constexpr (kVarlen)
+            key_range(p, i, vSq, vSk, lo, hi);
+        else
+            key_range(p, i, lo, hi);
     };
     const T *gQ =
         kVarlen ? static_cast<const T *>(p.q) + q_base + h * p.q_hs + (int64_t)q0 * p.q_ss
@@ -321,13 +320,14 @@ __global__ void __launch_bounds__(kThreads)
     for (int n0 = n_begin; n0 <= n_end; n0 += kBlockN) {
         cp_async_wait_all();
         __syncthreads(); // K (and Q) in; every warp done with the last V
-        load_tile<KD>(sV, gV + (int64_t)n0 * p.v_ss, p.v_ss, kBlockN,
-                      (kVarlen ? vSk : p.Sk) - n0, p.d);
+        load_tile<KD>(sV, gV + (int64_t)n0 * p.v_ss, p.v_ss, kBlockN, (kVarlen ? vSk : p.Sk) - n0,
+                      p.d);
         cp_async_commit();
 
         // A fragments of Q: rows lane%16 of the tile, columns 8*(lane/16) of the step.
         auto q_addr = [&](int mt, int ks) {
-            return sQ + ((mt * kWarps + warp) * 16 + lane % 16) * kPitch + ks * 16 + (lane / 16) * 8;
+            return sQ + ((mt * kWarps + warp) * 16 + lane % 16) * kPitch + ks * 16 +
+                   (lane / 16) * 8;
         };
         if (kQInRegs && n0 == n_begin) {
 #pragma unroll
@@ -341,7 +341,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int mt = 0; mt < kMT; mt++)
 #pragma unroll
-            for (int i = 0; i < kNTiles; i++) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
+            for (int i = 0; i < kNTiles; i++)
+                s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ks++) {
             uint32_t a_tmp[kMT][4];
@@ -358,8 +359,8 @@ __global__ void __launch_bounds__(kThreads)
                                     8 * (mi % 2));
 #pragma unroll
                 for (int mt = 0; mt < kMT; mt++) {
-                    const uint32_t *a = kQInRegs ? q_frag[kQInRegs ? mt : 0][kQInRegs ? ks : 0]
-                                                 : a_tmp[mt];
+                    const uint32_t *a =
+                        kQInRegs ? q_frag[kQInRegs ? mt : 0][kQInRegs ? ks : 0] : a_tmp[mt];
                     M::mma(s[mt][2 * np], a, bk[0], bk[1]);
                     M::mma(s[mt][2 * np + 1], a, bk[2], bk[3]);
                 }
@@ -368,8 +369,8 @@ __global__ void __launch_bounds__(kThreads)
 
         // Mask (raw scores to -inf) only when some (row, key) of this block
         // falls outside its range.
-        const bool full = lo_last <= n0 && hi_first >= n0 + kBlockN - 1 &&
-                          n0 + kBlockN <= (kVarlen ? vSk : p.Sk);
+        const bool full =
+            lo_last <= n0 && hi_first >= n0 + kBlockN - 1 && n0 + kBlockN <= (kVarlen ? vSk : p.Sk);
         if (!full) {
 #pragma unroll
             for (int mt = 0; mt < kMT; mt++)
@@ -425,8 +426,8 @@ __global__ void __launch_bounds__(kThreads)
                 // keys c*16 + (lane%8) + 8*(matrix%2), columns dp*16 + 8*(matrix/2)
                 const int mi = lane / 8;
                 uint32_t bv[4];
-                ldmatrix_x4_trans(bv, sV + (c * 16 + (lane % 8) + 8 * (mi % 2)) * kPitch +
-                                          dp * 16 + 8 * (mi / 2));
+                ldmatrix_x4_trans(bv, sV + (c * 16 + (lane % 8) + 8 * (mi % 2)) * kPitch + dp * 16 +
+                                          8 * (mi / 2));
 #pragma unroll
                 for (int mt = 0; mt < kMT; mt++) {
                     M::mma(o_acc[mt][2 * dp], pf[mt], bv[0], bv[1]);

@@ -21,7 +21,8 @@ namespace {
 template <int KD, typename T, bool kDropout, class C>
 cudaError_t launch(const Params &p, cudaStream_t stream) {
     constexpr size_t smem = hopper_smem_bytes<KD, T, C>();
-    if constexpr (smem > 227 * 1024) return cudaErrorInvalidConfiguration; // a tuning choice too big
+    if constexpr (smem > 227 * 1024)
+        return cudaErrorInvalidConfiguration; // a tuning choice too big
     const cudaError_t e = kk_cuda::opt_in<attention_hopper_kernel<KD, T, kDropout, C>>(smem);
     if (e != cudaSuccess) return e;
     const dim3 grid((unsigned)((p.Sq + C::kBlockM - 1) / C::kBlockM), (unsigned)(p.B * p.Hq));
@@ -37,8 +38,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     if (!looked.load(std::memory_order_acquire)) {
         void *f = nullptr;
         cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess ||
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                             &q) != cudaSuccess ||
             q != cudaDriverEntryPointSuccess)
             f = nullptr, (void)cudaGetLastError();
         fn.store(f, std::memory_order_relaxed);
@@ -66,8 +67,9 @@ bool make_tensor_map(CUtensorMap *map, const void *base, bool bf16, int d, int S
     const cuuint32_t box[4] = {64, (cuuint32_t)box_rows, 1, 1};
     const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
     return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-                  const_cast<void *>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  const_cast<void *>(base), dims, strides, box, elem_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -76,11 +78,14 @@ bool make_tensor_map(CUtensorMap *map, const void *base, bool bf16, int d, int S
 template <int KD, typename T, bool kDropout, class C>
 cudaError_t launch_ws(const Params &p, cudaStream_t stream) {
     constexpr size_t smem = hopper_ws_smem_bytes<KD, T, C>();
-    if constexpr (smem > 227 * 1024) return cudaErrorInvalidConfiguration; // a tuning choice too big
+    if constexpr (smem > 227 * 1024)
+        return cudaErrorInvalidConfiguration; // a tuning choice too big
     constexpr bool bf16 = std::is_same<T, __nv_bfloat16>::value;
     CUtensorMap tq, tk, tv;
-    if (!make_tensor_map(&tq, p.q, bf16, p.d, p.Sq, p.Hq, p.B, p.q_ss, p.q_hs, p.q_bs, C::kBlockM) ||
-        !make_tensor_map(&tk, p.k, bf16, p.d, p.Sk, p.Hkv, p.B, p.k_ss, p.k_hs, p.k_bs, C::kBlockN) ||
+    if (!make_tensor_map(&tq, p.q, bf16, p.d, p.Sq, p.Hq, p.B, p.q_ss, p.q_hs, p.q_bs,
+                         C::kBlockM) ||
+        !make_tensor_map(&tk, p.k, bf16, p.d, p.Sk, p.Hkv, p.B, p.k_ss, p.k_hs, p.k_bs,
+                         C::kBlockN) ||
         !make_tensor_map(&tv, p.v, bf16, p.d, p.Sk, p.Hkv, p.B, p.v_ss, p.v_hs, p.v_bs, C::kBlockN))
         return cudaErrorNotSupported;
     constexpr auto kernel = attention_hopper_ws_kernel<KD, T, kDropout, C>;
@@ -103,28 +108,44 @@ cudaError_t launch_tuned(const Params &p, cudaStream_t stream, const char *v) {
         return launch<KD, T, kDropout, HopperTiles<3, 128, 3, false, 1, true>>(p, stream);
     if (!strcmp(v, "2,64,2,0,2,1"))
         return launch<KD, T, kDropout, HopperTiles<2, 64, 2, false, 2, true>>(p, stream);
-    if (!strcmp(v, "2,128,3,1")) return launch<KD, T, kDropout, HopperTiles<2, 128, 3, true>>(p, stream);
-    if (!strcmp(v, "2,64,3,1")) return launch<KD, T, kDropout, HopperTiles<2, 64, 3, true>>(p, stream);
-    if (!strcmp(v, "3,64,3,1")) return launch<KD, T, kDropout, HopperTiles<3, 64, 3, true>>(p, stream);
-    if (!strcmp(v, "2,64,2,0,2")) return launch<KD, T, kDropout, HopperTiles<2, 64, 2, false, 2>>(p, stream);
-    if (!strcmp(v, "2,64,3,1,2")) return launch<KD, T, kDropout, HopperTiles<2, 64, 3, true, 2>>(p, stream);
-    if (!strcmp(v, "1,64,3,1,3")) return launch<KD, T, kDropout, HopperTiles<1, 64, 3, true, 3>>(p, stream);
+    if (!strcmp(v, "2,128,3,1"))
+        return launch<KD, T, kDropout, HopperTiles<2, 128, 3, true>>(p, stream);
+    if (!strcmp(v, "2,64,3,1"))
+        return launch<KD, T, kDropout, HopperTiles<2, 64, 3, true>>(p, stream);
+    if (!strcmp(v, "3,64,3,1"))
+        return launch<KD, T, kDropout, HopperTiles<3, 64, 3, true>>(p, stream);
+    if (!strcmp(v, "2,64,2,0,2"))
+        return launch<KD, T, kDropout, HopperTiles<2, 64, 2, false, 2>>(p, stream);
+    if (!strcmp(v, "2,64,3,1,2"))
+        return launch<KD, T, kDropout, HopperTiles<2, 64, 3, true, 2>>(p, stream);
+    if (!strcmp(v, "1,64,3,1,3"))
+        return launch<KD, T, kDropout, HopperTiles<1, 64, 3, true, 3>>(p, stream);
     if (!strcmp(v, "cp")) // the cp.async kernel's default tiles
-        return KD == 64 ? launch<KD, T, kDropout, HopperTiles64>(p, stream)
+        return KD == 64                   ? launch<KD, T, kDropout, HopperTiles64>(p, stream)
                : p.causal && p.Sq <= 1024 ? launch<KD, T, kDropout, HopperTiles128Short>(p, stream)
                                           : launch<KD, T, kDropout, HopperTiles128>(p, stream);
     // ws,CW,BN,ST: the warp-specialized kernel, CW consumer warpgroups.
-    if (!strcmp(v, "ws,2,128,2")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 2>>(p, stream);
-    if (!strcmp(v, "ws,2,128,3")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 3>>(p, stream);
-    if (!strcmp(v, "ws,2,64,3")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 3>>(p, stream);
-    if (!strcmp(v, "ws,2,64,4")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 4>>(p, stream);
-    if (!strcmp(v, "ws,3,128,2")) return launch_ws<KD, T, kDropout, HopperWsTiles<3, 128, 2>>(p, stream);
-    if (!strcmp(v, "ws,3,64,3")) return launch_ws<KD, T, kDropout, HopperWsTiles<3, 64, 3>>(p, stream);
+    if (!strcmp(v, "ws,2,128,2"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 2>>(p, stream);
+    if (!strcmp(v, "ws,2,128,3"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 3>>(p, stream);
+    if (!strcmp(v, "ws,2,64,3"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 3>>(p, stream);
+    if (!strcmp(v, "ws,2,64,4"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 4>>(p, stream);
+    if (!strcmp(v, "ws,3,128,2"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<3, 128, 2>>(p, stream);
+    if (!strcmp(v, "ws,3,64,3"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<3, 64, 3>>(p, stream);
     // ws,CW,BN,ST,pp: with ping-pong between the consumer warpgroups.
-    if (!strcmp(v, "ws,3,64,3,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<3, 64, 3, true>>(p, stream);
-    if (!strcmp(v, "ws,2,64,4,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 4, true>>(p, stream);
-    if (!strcmp(v, "ws,2,128,3,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 3, true>>(p, stream);
-    if (!strcmp(v, "ws,2,128,2,pp")) return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 2, true>>(p, stream);
+    if (!strcmp(v, "ws,3,64,3,pp"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<3, 64, 3, true>>(p, stream);
+    if (!strcmp(v, "ws,2,64,4,pp"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 64, 4, true>>(p, stream);
+    if (!strcmp(v, "ws,2,128,3,pp"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 3, true>>(p, stream);
+    if (!strcmp(v, "ws,2,128,2,pp"))
+        return launch_ws<KD, T, kDropout, HopperWsTiles<2, 128, 2, true>>(p, stream);
     return cudaErrorInvalidValue;
 }
 #endif
@@ -139,7 +160,7 @@ cudaError_t launch_dim(const Params &p, int kd, cudaStream_t stream) {
     }
 #endif
     // Measured on an H100 (docs/kernels/attention.md, "The warp-specialized
-// Hopper kernel"): two
+    // Hopper kernel"): two
     // consumer warpgroups taking turns (ping-pong) on 128-key blocks, 3
     // stages; at head dim 64 with long keys three consumer warpgroups on
     // 64-key blocks, and with short causal rows the cp.async kernel (two CTAs
@@ -175,7 +196,8 @@ bool hopper_ready() {
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
             major == 9 && minor == 0 &&
-            cudaFuncGetAttributes(&attr, attention_hopper_kernel<128, __nv_bfloat16, false, HopperTiles128>) ==
+            cudaFuncGetAttributes(
+                &attr, attention_hopper_kernel<128, __nv_bfloat16, false, HopperTiles128>) ==
                 cudaSuccess &&
             attr.binaryVersion == 90;
         if (!ok) (void)cudaGetLastError(); // a failed query leaves no sticky error

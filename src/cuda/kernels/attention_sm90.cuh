@@ -15,7 +15,7 @@ template <int WG, int BN, int ST, bool OV = false, int MINB = 1, bool SKV = fals
 struct HopperTiles {
     static constexpr int kWarpgroups = WG;
     static constexpr bool kSplitKV = SKV && !OV; // K and V as separate cp.async groups
-    static constexpr bool kOverlap = OV; // softmax of block j + 1 during P V of block j
+    static constexpr bool kOverlap = OV;         // softmax of block j + 1 during P V of block j
     static constexpr int kBlockM = 64 * WG;
     static constexpr int kBlockN = BN;
     static constexpr int kStages = ST;
@@ -31,8 +31,7 @@ using HopperTiles64 = HopperTiles<2, 64, 3, true>;
 using HopperTiles128 = HopperTiles<3, 128, 2>;
 using HopperTiles128Short = HopperTiles<2, 128, 3, true>;
 
-template <int KD, typename T, class C>
-constexpr size_t hopper_smem_bytes() {
+template <int KD, typename T, class C> constexpr size_t hopper_smem_bytes() {
     return (size_t)(C::kBlockM + 2 * C::kStages * C::kBlockN) * KD * sizeof(T) + 1024;
 }
 
@@ -105,7 +104,8 @@ template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct Ho
 
     // S = Q K^T of warpgroup wg's rows, issued (not waited): KD / 16 steps, a
     // step is 32 bytes into a 128-byte row; the first overwrites S.
-    static __device__ __forceinline__ void issue_qk(const T *sQ, const T *sK, int wg, float (&s)[kNT][4]) {
+    static __device__ __forceinline__ void issue_qk(const T *sQ, const T *sK, int wg,
+                                                    float (&s)[kNT][4]) {
         float(&s_flat)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(s);
 #pragma unroll
         for (int ks = 0; ks < KD / 16; ks++) {
@@ -118,8 +118,8 @@ template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct Ho
     // O += P V, issued: k16 chunk c of P is n8 tiles 2c, 2c + 1 of S; V's
     // chunk c starts 16 rows (2048 bytes) further; N-major, 64-column blocks
     // kBlockN * 128 bytes apart (the leading offset), 8-row groups 1024.
-    static __device__ __forceinline__ void issue_pv(const T *sV, const uint32_t (&pf)[kBlockN / 16][4],
-                                                    float (&o)[kDT][4]) {
+    static __device__ __forceinline__ void
+    issue_pv(const T *sV, const uint32_t (&pf)[kBlockN / 16][4], float (&o)[kDT][4]) {
         float(&o_flat)[kDT * 4] = reinterpret_cast<float(&)[kDT * 4]>(o);
 #pragma unroll
         for (int c = 0; c < kBlockN / 16; c++)
@@ -149,7 +149,8 @@ template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct Ho
 #pragma unroll
         for (int r = 0; r < 2; r++)
             alpha[r] = softmax_row_alpha(s, r, m_run[r], l_run[r], p.scale_log2);
-        if constexpr (kDropout) dropout_rows(s, p, (uint32_t)bh, (uint32_t)bh, row0, row0 + 8, n0, t);
+        if constexpr (kDropout)
+            dropout_rows(s, p, (uint32_t)bh, (uint32_t)bh, row0, row0 + 8, n0, t);
     }
     static __device__ __forceinline__ void rescale_o(float (&o)[kDT][4], const float (&alpha)[2]) {
 #pragma unroll
@@ -159,7 +160,8 @@ template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct Ho
         }
     }
     // The weights as 16-bit A fragments of P V.
-    static __device__ __forceinline__ void pack_p(const float (&s)[kNT][4], uint32_t (&pf)[kBlockN / 16][4]) {
+    static __device__ __forceinline__ void pack_p(const float (&s)[kNT][4],
+                                                  uint32_t (&pf)[kBlockN / 16][4]) {
 #pragma unroll
         for (int c = 0; c < kBlockN / 16; c++) {
             pf[c][0] = M::pack(s[2 * c][0], s[2 * c][1]);
@@ -198,7 +200,8 @@ template <int KD, typename T, int kBlockM, int kBlockN, bool kDropout> struct Ho
 };
 
 template <int KD, typename T, bool kDropout, class C>
-__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_kernel(const Params p) {
+__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
+    attention_hopper_kernel(const Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int kBlockM = C::kBlockM, kBlockN = C::kBlockN, kStages = C::kStages;
     constexpr int kNT = kBlockN / 8, kDT = KD / 8;
@@ -206,7 +209,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
     static_assert(kStages >= (C::kOverlap ? 3 : 2), "too few stages");
 
     extern __shared__ unsigned char smem_raw[];
-    T *sQ = reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    T *sQ =
+        reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     T *sK = sQ + kBlockM * KD; // kStages tiles of kBlockN x KD
     T *sV = sK + kStages * kBlockN * KD;
 
@@ -256,14 +260,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
         R::softmax(p, bh, row0, t, n0, keys.full(p, n0), s, m_run, l_run, alpha);
     };
     auto rescale_o = [&](const float(&alpha)[2]) { R::rescale_o(o, alpha); };
-    auto pack_p = [&](const float(&s)[kNT][4], uint32_t(&pf)[kBlockN / 16][4]) { R::pack_p(s, pf); };
+    auto pack_p = [&](const float(&s)[kNT][4], uint32_t(&pf)[kBlockN / 16][4]) {
+        R::pack_p(s, pf);
+    };
 
     if (n_blocks > 0) {
         load_tile_sw128<KD, T, C::kThreads>(sQ, gQ, p.q_ss, kBlockM, p.Sq - q0, p.d, tid);
 #pragma unroll
         for (int s = 0; s < kStages - 1; s++) { // kGroups groups per stage, empty ones too
-            if (s < n_blocks) load_kv(s);
-            else if (C::kSplitKV) cp_async_commit();
+            if (s < n_blocks)
+                load_kv(s);
+            else if (C::kSplitKV)
+                cp_async_commit();
             cp_async_commit();
         }
     }
@@ -274,8 +282,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
         for (int it = 0; it < n_blocks; it++) {
             // Into the stage of block it - 1: every warpgroup finished it at
             // the barrier that ended the last step.
-            if (it + kStages - 1 < n_blocks) load_kv(it + kStages - 1);
-            else if (C::kSplitKV) cp_async_commit();
+            if (it + kStages - 1 < n_blocks)
+                load_kv(it + kStages - 1);
+            else if (C::kSplitKV)
+                cp_async_commit();
             cp_async_commit();
             // Block it (and Q) landed, for this thread (with kSplitKV: its K;
             // its V and the kStages - 1 blocks after it may be in flight).
@@ -293,7 +303,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_hopper_k
             uint32_t pf[kBlockN / 16][4];
             pack_p(s, pf);
             if constexpr (C::kSplitKV) { // V of block it
-                cp_async_wait<kGroups * (kStages - 1)>();
+                cp_async_wait<kGroups *(kStages - 1)>();
                 fence_proxy_async();
                 __syncthreads();
             }

@@ -30,8 +30,7 @@ template <int CW, int BN, int ST, bool PP = false> struct HopperWsTiles {
                                              : ((65536 / 128 - kProducerRegs) / CW) / 8 * 8;
 };
 
-template <int KD, typename T, class C>
-constexpr size_t hopper_ws_smem_bytes() {
+template <int KD, typename T, class C> constexpr size_t hopper_ws_smem_bytes() {
     return (size_t)(C::kBlockM + 2 * C::kStages * C::kBlockN) * KD * sizeof(T) + 1024 +
            (2 * C::kStages + 1) * sizeof(uint64_t);
 }
@@ -48,7 +47,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     using R = HopperRows<KD, T, kBlockM, kBlockN, kDropout>;
 
     extern __shared__ unsigned char smem_raw[];
-    T *sQ = reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    T *sQ =
+        reinterpret_cast<T *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     T *sK = sQ + kBlockM * KD; // kStages tiles of kBlockN x KD
     T *sV = sK + kStages * kBlockN * KD;
     uint64_t *full = reinterpret_cast<uint64_t *>(sV + kStages * kBlockN * KD);

@@ -33,7 +33,8 @@ cudaError_t launch(const Params &p, int64_t max_q, cudaStream_t stream) {
     auto kernel = kk_attn::attention_fwd_kernel<KD, T, kDropout, C, true>;
     const cudaError_t e = opt_in<kk_attn::attention_fwd_kernel<KD, T, kDropout, C, true>>(smem);
     if (e != cudaSuccess) return e;
-    const dim3 grid((unsigned)((int64_t)p.B * p.Hq), (unsigned)((max_q + C::kBlockM - 1) / C::kBlockM));
+    const dim3 grid((unsigned)((int64_t)p.B * p.Hq),
+                    (unsigned)((max_q + C::kBlockM - 1) / C::kBlockM));
     kernel<<<grid, kk_attn::kThreads, smem, stream>>>(p);
     return cudaGetLastError();
 }
@@ -49,7 +50,8 @@ cudaError_t launch_dim(const Params &p, int kd, int64_t max_q, cudaStream_t stre
     }
 }
 
-template <typename T> cudaError_t launch_dtype(const Params &p, int kd, int64_t max_q, cudaStream_t s) {
+template <typename T>
+cudaError_t launch_dtype(const Params &p, int kd, int64_t max_q, cudaStream_t s) {
     return p.dropout ? launch_dim<T, true>(p, kd, max_q, s) : launch_dim<T, false>(p, kd, max_q, s);
 }
 
@@ -83,8 +85,7 @@ extern "C" kk_status kk__attention_varlen_cuda(const kk_op_params *op, kk_tensor
         return kk__error(KK_ERR_UNSUPPORTED, "attention_varlen",
                          "the cuda kernel takes at most 2^30 rows");
     for (int k = 0; k <= KK__AVL_T_O; k++) {
-        const kk_dtype want =
-            k == KK__AVL_T_CUQ || k == KK__AVL_T_CUK ? KK_DTYPE_INT32 : dt;
+        const kk_dtype want = k == KK__AVL_T_CUQ || k == KK__AVL_T_CUK ? KK_DTYPE_INT32 : dt;
         if (!t[k] || t[k]->device_kind != KK_BACKEND_CUDA || t[k]->dtype != want)
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", names[k],
                                  "a cuda tensor of the op's dtype", "%s",
@@ -99,8 +100,7 @@ extern "C" kk_status kk__attention_varlen_cuda(const kk_op_params *op, kk_tensor
     const int rows[4] = {KK__AVL_T_Q, KK__AVL_T_K, KK__AVL_T_V, KK__AVL_T_O};
     for (int k : rows) {
         const kk_tensor *x = t[k];
-        if (x->strides[3] != 1 || x->strides[1] % 8 || x->strides[2] % 8 ||
-            (uintptr_t)x->data % 16)
+        if (x->strides[3] != 1 || x->strides[1] % 8 || x->strides[2] % 8 || (uintptr_t)x->data % 16)
             return kk__error(KK_ERR_UNSUPPORTED, "attention_varlen",
                              "the cuda kernel needs 16-byte aligned rows of %s (strides %lld, "
                              "%lld, %lld, %lld)",

@@ -30,8 +30,7 @@ __global__ void kk_bench_block_kernel(const volatile int *release, volatile int 
 // would last cycles / clock, and the clock is what throttling changes).
 __global__ void kk_bench_spin_kernel(unsigned long long ns) {
     const unsigned long long start = global_ns();
-    while (global_ns() - start < ns) {
-    }
+    while (global_ns() - start < ns) {}
 }
 
 // Next to nothing: one thread, one add. Its time is the launch itself.
@@ -47,9 +46,8 @@ __global__ void kk_bench_tiny_kernel(unsigned *counter) {
 // flight per thread. The sum is stored only when it equals `never`, which
 // the buffer's contents (zeros, written once at allocation) cannot sum to,
 // but the compiler cannot know that, so the loads are kept.
-__global__ void __launch_bounds__(512) kk_bench_read_flush_kernel(const uint4 *p,
-                                                                  size_t n, unsigned never,
-                                                                  unsigned *sink) {
+__global__ void __launch_bounds__(512)
+    kk_bench_read_flush_kernel(const uint4 *p, size_t n, unsigned never, unsigned *sink) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned acc = 0;
@@ -83,8 +81,7 @@ extern "C" cudaError_t kk__bench_read_flush_launch(const void *buf, size_t bytes
 }
 
 extern "C" cudaError_t kk__bench_block_launch(const volatile int *release, volatile int *timed_out,
-                                              unsigned long long timeout_ns,
-                                              cudaStream_t stream) {
+                                              unsigned long long timeout_ns, cudaStream_t stream) {
     kk_bench_block_kernel<<<1, 1, 0, stream>>>(release, timed_out, timeout_ns);
     return cudaGetLastError();
 }

@@ -68,8 +68,8 @@ __global__ void kk_cal_fill_kernel(void *dst, size_t n, int elem, uint64_t seed)
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         uint32_t h = mix32(seed * 0x9e3779b97f4a7c15ull + i);
         if (elem == 2) {
-            uint16_t v = (uint16_t)(((h & 1u) << 15) | ((126u + ((h >> 1) & 1u)) << 7) |
-                                    ((h >> 2) & 0x7fu));
+            uint16_t v =
+                (uint16_t)(((h & 1u) << 15) | ((126u + ((h >> 1) & 1u)) << 7) | ((h >> 2) & 0x7fu));
             ((uint16_t *)dst)[i] = v;
         } else {
             uint8_t v = (uint8_t)(((h & 1u) << 7) | ((6u + (h >> 1) % 3u) << 3) | ((h >> 8) & 7u));

@@ -30,7 +30,8 @@ using namespace kk_convert;
 
 // ---- per-element loads and stores (dtype is uniform across the grid) ----
 
-static __device__ __forceinline__ uint32_t load_f32bits(const void *src, int t, size_t i, bool odd) {
+static __device__ __forceinline__ uint32_t load_f32bits(const void *src, int t, size_t i,
+                                                        bool odd) {
     switch (t) {
     case KK_DTYPE_F64: {
         const double d = static_cast<const double *>(src)[i];
@@ -77,8 +78,12 @@ static __device__ __forceinline__ double load_f64(const void *src, int t, size_t
 static __device__ __forceinline__ void store_f64(void *dst, int t, size_t i, double d) {
     switch (t) {
     case KK_DTYPE_F64: static_cast<double *>(dst)[i] = d; break;
-    case KK_DTYPE_INT8: static_cast<int8_t *>(dst)[i] = (int8_t)round_saturate(d, -128.0, 127.0); break;
-    case KK_DTYPE_UINT8: static_cast<uint8_t *>(dst)[i] = (uint8_t)round_saturate(d, 0.0, 255.0); break;
+    case KK_DTYPE_INT8:
+        static_cast<int8_t *>(dst)[i] = (int8_t)round_saturate(d, -128.0, 127.0);
+        break;
+    case KK_DTYPE_UINT8:
+        static_cast<uint8_t *>(dst)[i] = (uint8_t)round_saturate(d, 0.0, 255.0);
+        break;
     case KK_DTYPE_INT32:
         static_cast<int32_t *>(dst)[i] = (int32_t)round_saturate(d, -2147483648.0, 2147483647.0);
         break;
@@ -141,8 +146,8 @@ static kk_status launch_error(const char *func, cudaError_t e, const char *what)
 static cudaError_t launch_convert(const void *src, kk_dtype src_dtype, void *dst,
                                   kk_dtype dst_dtype, size_t count, cudaStream_t stream) {
     if (src_dtype == dst_dtype && dst_dtype != KK_DTYPE_E2M1) // a copy; e2m1 clears its padding
-        return cudaMemcpyAsync(dst, src, kk_dtype_bytes(src_dtype, count),
-                               cudaMemcpyDeviceToDevice, stream);
+        return cudaMemcpyAsync(dst, src, kk_dtype_bytes(src_dtype, count), cudaMemcpyDeviceToDevice,
+                               stream);
     const int threads = 256;
     const size_t pairs = (count + 1) / 2;
     const size_t want = (pairs + threads - 1) / threads;
@@ -151,19 +156,19 @@ static cudaError_t launch_convert(const void *src, kk_dtype src_dtype, void *dst
                      dst_dtype == KK_DTYPE_UINT8 || dst_dtype == KK_DTYPE_INT32;
     const bool odd = dst_dtype != KK_DTYPE_F32;
     if (f64)
-        kk_convert_kernel<true><<<blocks, threads, 0, stream>>>(src, src_dtype, dst, dst_dtype,
-                                                                count, odd);
+        kk_convert_kernel<true>
+            <<<blocks, threads, 0, stream>>>(src, src_dtype, dst, dst_dtype, count, odd);
     else
-        kk_convert_kernel<false><<<blocks, threads, 0, stream>>>(src, src_dtype, dst, dst_dtype,
-                                                                 count, odd);
+        kk_convert_kernel<false>
+            <<<blocks, threads, 0, stream>>>(src, src_dtype, dst, dst_dtype, count, odd);
     return cudaGetLastError();
 }
 
 extern "C" kk_status kk__cuda_convert(const void *src_dev, kk_dtype src_dtype, void *dst_dev,
                                       kk_dtype dst_dtype, size_t count, cudaStream_t stream) {
     static const char *const func = "kk__cuda_convert";
-    kk_status st = check_args(func, src_dev, src_dtype, dst_dev, dst_dtype, count, "src_dev",
-                              "dst_dev");
+    kk_status st =
+        check_args(func, src_dev, src_dtype, dst_dev, dst_dtype, count, "src_dev", "dst_dev");
     if (st != KK_OK || count == 0) return st;
     cudaError_t e = launch_convert(src_dev, src_dtype, dst_dev, dst_dtype, count, stream);
     if (e != cudaSuccess) return launch_error(func, e, "conversion kernel failed to launch");
@@ -203,7 +208,7 @@ struct job_state {
     }
     kk_status report(const char *func, int device) const {
         if (ok()) return KK_OK;
-        kk_status st = kernel                              ? KK_ERR_KERNEL_LAUNCH
+        kk_status st = kernel                             ? KK_ERR_KERNEL_LAUNCH
                        : err == cudaErrorMemoryAllocation ? KK_ERR_OUT_OF_MEMORY
                                                           : KK_ERR_DEVICE_FAILURE;
         return kk__cuda_error(st, func, cudaGetErrorName(err), cudaGetErrorString(err),
@@ -248,8 +253,8 @@ extern "C" kk_status kk__cuda_convert_host_buffers(int device, const void *src_h
                                                    kk_dtype src_dtype, void *dst_host,
                                                    kk_dtype dst_dtype, size_t count) {
     static const char *const func = "kk__cuda_convert_host_buffers";
-    kk_status st = check_args(func, src_host, src_dtype, dst_host, dst_dtype, count, "src_host",
-                              "dst_host");
+    kk_status st =
+        check_args(func, src_host, src_dtype, dst_host, dst_dtype, count, "src_host", "dst_host");
     if (st != KK_OK) return st;
     if ((st = check_device(func, device)) != KK_OK || count == 0) return st;
     convert_job j;
@@ -313,7 +318,9 @@ static __device__ __forceinline__ uint32_t nvidia_decode(int t, uint32_t c) {
     }
 }
 
-static __device__ __forceinline__ bool f32_nan(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
+static __device__ __forceinline__ bool f32_nan(uint32_t u) {
+    return (u & 0x7FFFFFFFu) > 0x7F800000u;
+}
 
 // counters: [0] non-NaN mismatches, [1] NaN mismatches, [2] decode mismatches;
 // firsts: [0] smallest mismatching non-NaN input, [1] smallest mismatching code
@@ -321,7 +328,8 @@ __global__ void kk_compare_nvidia_kernel(int t, unsigned long long *counters, un
                                          unsigned codes) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     unsigned long long bad = 0, bad_nan = 0;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (1ull << 32); i += stride) {
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (1ull << 32);
+         i += stride) {
         const uint32_t u = (uint32_t)i;
         if (ours_encode(t, u) != nvidia_encode(t, u)) {
             if (f32_nan(u)) {

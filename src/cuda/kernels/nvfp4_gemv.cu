@@ -156,8 +156,10 @@ template <int V, int R> kk_status emulate(const gemv_args &g, int64_t blocks) {
             }
             for (uint32_t lane = 0; lane < 32; lane++) {
                 const uint32_t s = (uint32_t)(warp % g.split);
-                if (V >= 2) lane_sums2<R>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
-                else lane_sums<V < 2 ? V : 0, R>(g, qs[warp], s, lane, v[lane]);
+                if (V >= 2)
+                    lane_sums2<R>(g, qs[warp], s, lane, v[lane], planes, no_prologue());
+                else
+                    lane_sums < V<2 ? V : 0, R>(g, qs[warp], s, lane, v[lane]);
             }
             for (int off = 16; off > 0; off >>= 1) {
                 float nv[32][kRows];
@@ -176,7 +178,7 @@ template <int V, int R> kk_status emulate(const gemv_args &g, int64_t blocks) {
                 }
                 if (qs[warp].valid[i])
                     g.c[qs[warp].l * g.M + qs[warp].m0 + row_of<R>(i)] =
-                        finish<V < 2 ? V : 2>(g, sum, gscale);
+                        finish < V < 2 ? V : 2 > (g, sum, gscale);
             }
     }
     free(planes);
@@ -211,14 +213,15 @@ template <int V, int R>
 kk_status launch(const gemv_args &g, int64_t blocks, int device, int sms, cudaStream_t s) {
     int64_t grid = blocks;
     if (V < 2) {
-        nvfp4_gemv_kernel<V < 2 ? V : 0, R><<<(unsigned)blocks, kWarps * 32, 0, s>>>(g);
+        nvfp4_gemv_kernel < V<2 ? V : 0, R><<<(unsigned)blocks, kWarps * 32, 0, s>>>(g);
     } else {
         const size_t smem = bdec_bytes(g.K);
         void (*kernel2)(gemv_args) = nvfp4_gemv_kernel2<R>;
         void (*kernel4)(gemv_args, int64_t) = nvfp4_gemv_kernel4<R>;
         cudaError_t e = cudaSuccess;
         if (smem > 48 * 1024) { // variant 4 may run as 2 (below)
-            e = cudaFuncSetAttribute(kernel2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            e = cudaFuncSetAttribute(kernel2, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)smem);
             if (V == 4 && e == cudaSuccess)
                 e = cudaFuncSetAttribute(kernel4, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem);

@@ -25,7 +25,7 @@ namespace {
 #define UNROLL
 #endif
 
-constexpr int kWarps = 8;      // warps per CTA
+constexpr int kWarps = 8;       // warps per CTA
 constexpr int kGroupRows = 128; // a 128-row group (the 128x4 atom) holds 128 / R units
 
 // A warp owns R rows (a "unit"), R = 4 or 8 (KK_NVFP4_GEMV_ROWS); each lane
@@ -146,17 +146,15 @@ template <int V> HD uint16_t finish(const gemv_args &g, float sum, float gscale)
 template <int R>
 __device__ __forceinline__ bool reduce_rows(const gemv_args &g, float (&acc)[R], float (*part)[R],
                                             uint32_t warp, uint32_t s, uint32_t lane) {
-UNROLL
-    for (int i = 0; i < R; i++)
-UNROLL
-        for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
+    UNROLL
+    for (int i = 0; i < R; i++) UNROLL
+    for (int off = 16; off > 0; off >>= 1) acc[i] += __shfl_xor_sync(0xFFFFFFFFu, acc[i], off);
     if (g.split > 1) {
-        if (lane == 0)
-UNROLL
-            for (int i = 0; i < R; i++) part[warp][i] = acc[i];
+        if (lane == 0) UNROLL
+        for (int i = 0; i < R; i++) part[warp][i] = acc[i];
         __syncthreads();
         if (s != 0) return false;
-UNROLL
+        UNROLL
         for (int i = 0; i < R; i++) {
             float sum = 0.0f;
             for (int w = 0; w < g.split; w++) sum += part[warp + w][i];
@@ -168,12 +166,13 @@ UNROLL
 
 // Lane i stores row i of the unit (rows past M are not stored).
 template <int V, int R>
-__device__ __forceinline__ void store_rows(const gemv_args &g, const unit_rows<R> &q, const float (&acc)[R],
-                                           uint32_t lane) {
+__device__ __forceinline__ void store_rows(const gemv_args &g, const unit_rows<R> &q,
+                                           const float (&acc)[R], uint32_t lane) {
     const float gscale = g.ga ? __ldg(g.ga) * __ldg(g.gb) : 1.0f;
-UNROLL
+    UNROLL
     for (int i = 0; i < R; i++)
-        if (lane == (uint32_t)i && q.valid[i]) g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<V>(g, acc[i], gscale);
+        if (lane == (uint32_t)i && q.valid[i])
+            g.c[q.l * g.M + q.m0 + row_of<R>(i)] = finish<V>(g, acc[i], gscale);
 }
 
 } // namespace

@@ -29,7 +29,7 @@ template <> struct decoder<0> {
         h[3] = ((x >> 3) & 0x0E000E00u) | (x & 0x80008000u);
     }
     static constexpr float inv_scale = 16384.0f; // 2^14: a's decoded values are a * 2^-14
-    static constexpr bool b_true = true;          // b is multiplied back to its value
+    static constexpr bool b_true = true;         // b is multiplied back to its value
 };
 
 template <> struct decoder<1> {
@@ -76,11 +76,11 @@ HD __half2 hfma2(__half2 a, __half2 b, __half2 c) {
 // b's 32 elements of one chunk, decoded: 4 words x 4 half2.
 template <int V> HD void decode_b(uint4 v, __half2 bd[16]) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-UNROLL
+    UNROLL
     for (int i = 0; i < 4; i++) {
         uint32_t h[4];
         decoder<V>::run(w[i], h);
-UNROLL
+        UNROLL
         for (int k = 0; k < 4; k++) {
             bd[4 * i + k] = as_h2(h[k]);
             if (decoder<V>::b_true)
@@ -93,14 +93,14 @@ UNROLL
 template <int V> HD float2 chunk_dots(uint4 v, const __half2 bd[16]) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     float dots[2];
-UNROLL
+    UNROLL
     for (int blk = 0; blk < 2; blk++) {
         __half2 acc = __float2half2_rn(0.0f);
-UNROLL
+        UNROLL
         for (int i = 0; i < 2; i++) {
             uint32_t h[4];
             decoder<V>::run(w[2 * blk + i], h);
-UNROLL
+            UNROLL
             for (int k = 0; k < 4; k++) acc = hfma2(as_h2(h[k]), bd[4 * (2 * blk + i) + k], acc);
         }
         dots[blk] = __low2float(acc) + __high2float(acc); // exact
@@ -128,28 +128,28 @@ HD void lane_sums(const gemv_args &g, const unit_rows<R> &q, uint32_t s, uint32_
         uint4 av[kUnroll][kRows], bv[kUnroll];
         uint32_t sav[kUnroll][kRows], sbv[kUnroll];
         // every load of this step first, then the arithmetic
-UNROLL
+        UNROLL
         for (int u = 0; u < kUnroll; u++) {
             const uint32_t chunk = c0 + u * stride;
             const bool in = chunk < chunks;
             const uint32_t so = scale_step(g.blocked, chunk);
             bv[u] = in ? load_cached(brow + 16 * (size_t)chunk) : make_uint4(0, 0, 0, 0);
             sbv[u] = in ? load_u16(sbrow + so) : 0u;
-UNROLL
+            UNROLL
             for (int i = 0; i < kRows; i++) {
                 const bool live = in && q.valid[i];
                 av[u][i] = live ? load_stream(a0 + row_of<R>(i) * row_bytes + 16 * (size_t)chunk)
-                                 : make_uint4(0, 0, 0, 0);
+                                : make_uint4(0, 0, 0, 0);
                 const uint8_t *sa_i = sa0 + (i % kPairs) * sa_row + (i / kPairs) * sa_band;
                 sav[u][i] = live ? load_u16(sa_i + so) : 0u;
             }
         }
-UNROLL
+        UNROLL
         for (int u = 0; u < kUnroll; u++) {
             __half2 bd[16];
             decode_b<V>(bv[u], bd);
             const float2 sbf = scale_pair(sbv[u]);
-UNROLL
+            UNROLL
             for (int i = 0; i < kRows; i++) {
                 const float2 d = chunk_dots<V>(av[u][i], bd);
                 const float2 saf = scale_pair(sav[u][i]);

@@ -30,9 +30,7 @@ namespace {
 // variant 2 "int" (lane_sums2 below): no f16 decode; a's bytes are looked
 // up as int8 (2x the e2m1 value) by prmt and multiplied by int8 b with dp4a,
 // so a block's dot is an exact integer, 4x the true one.
-template <> struct decoder<2> {
-    static constexpr float inv_scale = 0.25f;
-};
+template <> struct decoder<2> { static constexpr float inv_scale = 0.25f; };
 
 constexpr uint32_t kLut0 = 0x03020100u, kLut1 = 0x0C080604u; // 2 * e2m1 magnitude, code 0..7
 
@@ -88,7 +86,7 @@ HD void decode_b_chunk(int blocked, const uint8_t *brow, const uint8_t *sbrow, u
     const uint4 v = load_cached(brow + 16 * (size_t)c);
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t pos[8], neg[8];
-UNROLL
+    UNROLL
     for (int i = 0; i < 8; i++) {
         const uint32_t x = w[i / 2] >> (16 * (i % 2)), y = x ^ 0x8888u;
         const uint32_t p = prmt(kLut0, kLut1, x), q = prmt(kLut0, kLut1, y);
@@ -135,7 +133,8 @@ template <int R> struct lane_addr {
 };
 
 template <int R>
-HD lane_addr<R> lane_start(const gemv_args &g, const unit_rows<R> &q, uint32_t c0, uint32_t stride) {
+HD lane_addr<R> lane_start(const gemv_args &g, const unit_rows<R> &q, uint32_t c0,
+                           uint32_t stride) {
     constexpr int kPairs = unit_shape<R>::pairs;
     const int64_t row_bytes = g.K / 2;
     const int64_t sa_row = g.blocked ? 16 : g.K / 16, sa_band = g.blocked ? 4 : 32 * (g.K / 16);
@@ -158,10 +157,10 @@ template <int R>
 HD void load_step2(const lane_addr<R> &p, uint32_t c0, uint32_t stride, uint32_t chunks,
                    uint4 av[][R], uint32_t sav[][R]) {
     constexpr int kUnroll = unit_shape<R>::unroll;
-UNROLL
+    UNROLL
     for (int u = 0; u < kUnroll; u++) {
         const bool in = u == 0 || c0 + u * stride < chunks;
-UNROLL
+        UNROLL
         for (int i = 0; i < R; i++) {
             av[u][i] = in ? load_stream(p.a + (p.a_row[i] + u * p.a_u)) : make_uint4(0, 0, 0, 0);
             sav[u][i] = in ? load_u16(p.sa + (p.sa_row[i] + u * p.sa_u)) : 0u;
@@ -176,15 +175,16 @@ HD void compute_step2(const uint4 av[][R], const uint32_t sav[][R], uint32_t c0,
                       uint32_t lut1, float acc[R]) {
     constexpr int kUnroll = unit_shape<R>::unroll;
     const float2 *sbs = reinterpret_cast<const float2 *>(planes + 4 * nch);
-UNROLL
+    UNROLL
     for (int u = 0; u < kUnroll; u++) {
         const uint32_t chunk = c0 + u * stride;
         if (u > 0 && chunk >= chunks) break; // (only the last u of the last step)
         const float2 sbf = sbs[chunk];
-UNROLL
+        UNROLL
         for (int blk = 0; blk < 2; blk++) { // b of one block at a time (8 registers)
-            const uint4 bp = planes[2 * blk * nch + chunk], bn = planes[(2 * blk + 1) * nch + chunk];
-UNROLL
+            const uint4 bp = planes[2 * blk * nch + chunk],
+                        bn = planes[(2 * blk + 1) * nch + chunk];
+            UNROLL
             for (int i = 0; i < R; i++) {
                 const uint4 x = av[u][i];
                 const float2 saf = scale_pair(sav[u][i]);
@@ -206,7 +206,7 @@ HD void lane_sums2(const gemv_args &g, const unit_rows<R> &q, uint32_t s, uint32
     // 256): with immediates, ptxas re-materializes them before every PRMT
     // (one IMAD.U32 each, ~1 per 4 elements).
     const uint32_t opaque = (uint32_t)g.split >> 8, lut0 = kLut0 | opaque, lut1 = kLut1 | opaque;
-UNROLL
+    UNROLL
     for (int i = 0; i < kRows; i++) acc[i] = 0.0f;
     const uint32_t stride = 32u * (uint32_t)g.split, step = stride * kUnroll;
     uint32_t c0 = s * 32u + lane;
@@ -295,13 +295,13 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks2<R>())
     for (uint32_t left = last - first; left > 0; left--) {
         if (fresh) { // b of a new batch, while the item's first loads fly
             if (left != last - first) __syncthreads(); // every warp is done with the old b
-            const smem_b_prologue pro = {g.b + (int64_t)l * (g.K / 2),
-                                         g.sb + scale_row(g, 1, l, 0), g.blocked, nch, bsm};
+            const smem_b_prologue pro = {g.b + (int64_t)l * (g.K / 2), g.sb + scale_row(g, 1, l, 0),
+                                         g.blocked, nch, bsm};
             pro(); // ends with __syncthreads
             fresh = false;
         }
         float acc[kRows];
-UNROLL
+        UNROLL
         for (int i = 0; i < kRows; i++) acc[i] = 0.0f;
         for (uint32_t c0 = cstart; c0 < chunks;) {
             compute_step2<R>(av, sav, c0, stride, chunks, bsm, nch, lut0, lut1, acc);
@@ -322,7 +322,8 @@ UNROLL
             p = lane_start<R>(g, unit_at<R>(g, l, u), cstart < chunks ? cstart : 0, stride);
             if (cstart < chunks) load_step2<R>(p, cstart, stride, chunks, av, sav);
         }
-        if (reduce_rows<R>(g, acc, partial[left & 1], warp, s, lane)) store_rows<2, R>(g, q, acc, lane);
+        if (reduce_rows<R>(g, acc, partial[left & 1], warp, s, lane))
+            store_rows<2, R>(g, q, acc, lane);
     }
 }
 

@@ -13,7 +13,7 @@ __global__ void kk_probe_kernel(unsigned *out, int n, unsigned seed) {
 #ifdef __CUDA_ARCH__
         out[n] = __CUDA_ARCH__;
 #endif
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(__CUDA_ARCH_SPECIFIC__) || \
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(__CUDA_ARCH_SPECIFIC__) ||                       \
     defined(__CUDA_ARCH_FAMILY_SPECIFIC__)
         out[n + 1] = 1;
 #else

@@ -16,7 +16,8 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p) {
 
 // A barrier expecting `count` arrivals per phase.
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
+                 : "memory");
 }
 
 // Barrier initializations visible to the other threads and the async proxy
@@ -53,8 +54,8 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
 // A box of a 4-D tensor (coordinates innermost first, in elements) into
 // shared memory, completing on bar. The tensor map is a __grid_constant__
 // kernel parameter (its generic address is what the instruction takes).
-__device__ __forceinline__ void tma_load_4d(void *dst, const void *tensor_map, uint64_t *bar, int c0,
-                                            int c1, int c2, int c3) {
+__device__ __forceinline__ void tma_load_4d(void *dst, const void *tensor_map, uint64_t *bar,
+                                            int c0, int c1, int c2, int c3) {
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_u32(dst)),
                  "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),

@@ -132,8 +132,9 @@ void kk_calibration_to_ceilings(const kk_calibration *cal, kk_bench_ceilings *ou
     if (!cal) return;
     double v[KK_CEILING_COUNT];
     for (int i = 0; i < KK_CEILING_COUNT; i++)
-        v[i] = cal->ceilings[i].available && isfinite(cal->ceilings[i].value) ?
-                   cal->ceilings[i].value : 0;
+        v[i] = cal->ceilings[i].available && isfinite(cal->ceilings[i].value)
+                   ? cal->ceilings[i].value
+                   : 0;
     out->copy_gbs = v[KK_CEILING_COPY];
     out->read_gbs = v[KK_CEILING_READ];
     out->bf16_tflops = v[KK_CEILING_BF16];

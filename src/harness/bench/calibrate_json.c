@@ -86,8 +86,8 @@ static kk_status mkdirs(const char *path) {
     if (mkdir(buf, 0755) != 0 && errno != EEXIST) goto fail;
     return KK_OK;
 fail:
-    return kk__error(KK_ERR_IO, "kk_calibration_write_file", "cannot create directory %s: %s",
-                     buf, strerror(errno));
+    return kk__error(KK_ERR_IO, "kk_calibration_write_file", "cannot create directory %s: %s", buf,
+                     strerror(errno));
 }
 
 kk_status kk_calibration_write_file(const kk_calibration *cal, const char *path) {
@@ -165,7 +165,8 @@ static kk_status parse_ceiling(const cJSON *e, const char *name, kk_ceiling_kind
     kk_status st;
     memset(c, 0, sizeof *c);
 #define FIELD(k) (snprintf(f, sizeof f, "ceilings.%s.%s", name, k), f)
-    if (!cJSON_IsObject(e)) return bad((snprintf(f, sizeof f, "ceilings.%s", name), f), "an object");
+    if (!cJSON_IsObject(e))
+        return bad((snprintf(f, sizeof f, "ceilings.%s", name), f), "an object");
     char unit[16];
     if ((st = get_string(e, "unit", FIELD("unit"), unit, sizeof unit, 0))) return st;
     if (strcmp(unit, kk_ceiling_unit(kind)) != 0) return bad(f, kk_ceiling_unit(kind));
@@ -199,8 +200,8 @@ kk_status kk_calibration_from_json(const char *text, size_t len, kk_calibration 
     if (st || (st = KK__CHECK_NOT_NULL(out))) return st;
     memset(out, 0, sizeof *out);
     if (len > KK_CEILINGS_MAX_FILE_BYTES)
-        return kk__arg_error(KK_ERR_IO, "kk_calibration_from_json", "len", "at most 1 MiB",
-                             "%zu", len);
+        return kk__arg_error(KK_ERR_IO, "kk_calibration_from_json", "len", "at most 1 MiB", "%zu",
+                             len);
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) return bad("(document)", "valid JSON");
     char schema[64];
@@ -210,10 +211,10 @@ kk_status kk_calibration_from_json(const char *text, size_t len, kk_calibration 
     }
     if ((st = get_string(root, "schema", "schema", schema, sizeof schema, 0))) goto done;
     if (strcmp(schema, KK_CEILINGS_SCHEMA) != 0) {
-        st = strncmp(schema, SCHEMA_PREFIX, strlen(SCHEMA_PREFIX)) == 0 ?
-                 kk__arg_error(KK_ERR_UNSUPPORTED, "kk_calibration_from_json", "schema",
-                               KK_CEILINGS_SCHEMA, "%s", schema) :
-                 bad("schema", KK_CEILINGS_SCHEMA);
+        st = strncmp(schema, SCHEMA_PREFIX, strlen(SCHEMA_PREFIX)) == 0
+                 ? kk__arg_error(KK_ERR_UNSUPPORTED, "kk_calibration_from_json", "schema",
+                                 KK_CEILINGS_SCHEMA, "%s", schema)
+                 : bad("schema", KK_CEILINGS_SCHEMA);
         goto done;
     }
     const cJSON *clocks = cJSON_GetObjectItemCaseSensitive(root, "clocks");

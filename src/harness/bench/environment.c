@@ -43,8 +43,8 @@ static void capture_host(kk_bench_environment *e) {
     if (!e->hostname[0]) snprintf(e->hostname, sizeof e->hostname, "unknown");
     struct utsname u;
     if (uname(&u) == 0)
-        snprintf(e->os, sizeof e->os, "%.64s %.100s %.200s %.64s", u.sysname, u.release,
-                 u.version, u.machine);
+        snprintf(e->os, sizeof e->os, "%.64s %.100s %.200s %.64s", u.sysname, u.release, u.version,
+                 u.machine);
     else
         snprintf(e->os, sizeof e->os, "unknown");
 }
@@ -54,8 +54,8 @@ static void capture_build_and_time(kk_bench_environment *e) {
     snprintf(e->git_commit, sizeof e->git_commit, "%s", kk_git_commit());
     snprintf(e->build_cuda, sizeof e->build_cuda, "%s", KK_BUILD_CUDA_VERSION);
     const kk__backend *cuda = kk__backend_get(KK_BACKEND_CUDA);
-    if (cuda && cuda->versions) cuda->versions(cuda->context, &e->cuda_runtime_version,
-                                               &e->cuda_driver_version);
+    if (cuda && cuda->versions)
+        cuda->versions(cuda->context, &e->cuda_runtime_version, &e->cuda_driver_version);
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm))
@@ -109,8 +109,8 @@ static kk_status check_args(int argc, const char *const *argv, const kk_bench_sw
                                  "switches[%d]", i);
         for (int j = 0; j < i; j++)
             if (strcmp(switches[j].name, s->name) == 0)
-                return kk__arg_error(KK_ERR_INVALID_ARGUMENT, FUNC, "switches",
-                                     "unique names", "\"%s\" twice", s->name);
+                return kk__arg_error(KK_ERR_INVALID_ARGUMENT, FUNC, "switches", "unique names",
+                                     "\"%s\" twice", s->name);
     }
     return KK_OK;
 }

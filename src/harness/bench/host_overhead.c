@@ -52,8 +52,10 @@ static void measurement_done(const overhead_job *j, size_t calls, double t_start
     m->stop = KK_BENCH_STOP_MAX_SAMPLES;
     m->wall_time_s = kk__bench_now() - t_start;
     m->pinned_cpu = -1;
-    snprintf(m->throttle_note, sizeof m->throttle_note, "host time of %s calls "
-             "(CLOCK_MONOTONIC); device work excluded", j->entry ? "typed entry point" : "kk_op_run");
+    snprintf(m->throttle_note, sizeof m->throttle_note,
+             "host time of %s calls "
+             "(CLOCK_MONOTONIC); device work excluded",
+             j->entry ? "typed entry point" : "kk_op_run");
     kk_bench_options_default(&m->options);
     m->options.batch = calls;
     m->options.max_samples = m->n;

@@ -21,11 +21,11 @@ typedef struct run {
     kk_bench_measurement *m;
     int gpu, index; /* gpu: an accelerator (not the CPU) */
     const kk__backend *backend;
-    int cold;      /* samples flush first */
-    double t0;     /* start of the measurement */
-    double *x;     /* kept samples, seconds per run; the last `group` are pending */
+    int cold;  /* samples flush first */
+    double t0; /* start of the measurement */
+    double *x; /* kept samples, seconds per run; the last `group` are pending */
     size_t n, cap;
-    size_t group;  /* samples since the last clock reading */
+    size_t group; /* samples since the last clock reading */
     double group_time;
 } run;
 
@@ -124,8 +124,8 @@ static kk_status choose_batch(run *r, double estimate) {
     kk_status st = set_batch(r, b, &s);
     /* Single runs overstate a tiny run (event and launch overhead), so an auto
      * batch is sized again from its own time until it lasts the target. */
-    for (int i = 0; !st && !r->o.batch && i < 3 && s < r->o.batch_target_s && b < KK_BENCH_MAX_BATCH;
-         i++)
+    for (int i = 0;
+         !st && !r->o.batch && i < 3 && s < r->o.batch_target_s && b < KK_BENCH_MAX_BATCH; i++)
         st = set_batch(r, b = batch_for(r, b, s), &s);
     if (st == KK_ERR_UNSUPPORTED && r->o.batch == 0) {
         /* auto mode: single runs still measure the work, just less precisely */
@@ -213,8 +213,8 @@ static kk_status measure(run *r, kk_bench_fn fn, void *ctx) {
                                    : kk__bench_cpu_timer(fn, ctx, &r->o, &r->t);
     if (st) return st;
     kk__bench_telemetry(r->gpu, r->index, &m->telemetry_start);
-    kk__bench_clock_setup(&r->clock, r->gpu, r->index, r->o.throttle_fraction,
-                          &m->telemetry_start, m->throttle_note, sizeof m->throttle_note);
+    kk__bench_clock_setup(&r->clock, r->gpu, r->index, r->o.throttle_fraction, &m->telemetry_start,
+                          m->throttle_note, sizeof m->throttle_note);
     m->throttle_detection = r->clock.enabled;
     r->t0 = kk__bench_now(); /* after setup: creating a CUDA context is not the work's time */
     double estimate = 0;

@@ -12,8 +12,7 @@
 void kk__bench_telemetry(int gpu, int index, kk_gpu_telemetry *out) {
     memset(out, 0, sizeof *out);
     if (!gpu) {
-        snprintf(out->unavailable_reason, sizeof out->unavailable_reason,
-                 "not a GPU measurement");
+        snprintf(out->unavailable_reason, sizeof out->unavailable_reason, "not a GPU measurement");
         return;
     }
     if (kk_gpu_telemetry_read(index, out) != KK_OK) { /* only for a bad index */

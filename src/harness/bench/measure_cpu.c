@@ -22,15 +22,17 @@ static int64_t now_ns(void) {
 
 double kk__bench_now(void) { return (double)now_ns() * 1e-9; }
 
-
 /* "32768K" or "8M" (sysfs cache size) in bytes; 0 when unreadable. */
 static uint64_t parse_cache_size(const char *text) {
     char *end = NULL;
     unsigned long long v = strtoull(text, &end, 10);
     if (end == text) return 0;
-    if (*end == 'K') v <<= 10;
-    else if (*end == 'M') v <<= 20;
-    else if (*end == 'G') v <<= 30;
+    if (*end == 'K')
+        v <<= 10;
+    else if (*end == 'M')
+        v <<= 20;
+    else if (*end == 'G')
+        v <<= 30;
     return v;
 }
 
@@ -87,7 +89,7 @@ typedef struct cpu_timer {
     unsigned char *flush; /* allocated at the first cold sample */
     size_t flush_bytes;
     unsigned flushes;
-    int read;             /* KK_BENCH_FLUSH_READ: sweep the buffer with loads */
+    int read; /* KK_BENCH_FLUSH_READ: sweep the buffer with loads */
 } cpu_timer;
 
 /* Read every 64-bit word of the buffer (it was written once, at allocation,

@@ -27,13 +27,13 @@
  * taken since, and a low one drops them all. Samples longer than the interval
  * get a reading each. */
 typedef struct kk__bench_clock {
-    int enabled;        /* the throttle rule applies */
-    int index;          /* CUDA device */
-    int max_mhz;        /* what the rule compares with */
-    double fraction;    /* options.throttle_fraction */
-    double interval_s;  /* least time between reads */
-    double last_read;   /* kk__bench_now() at the end of the last read */
-    double sum;         /* readings of kept groups */
+    int enabled;       /* the throttle rule applies */
+    int index;         /* CUDA device */
+    int max_mhz;       /* what the rule compares with */
+    double fraction;   /* options.throttle_fraction */
+    double interval_s; /* least time between reads */
+    double last_read;  /* kk__bench_now() at the end of the last read */
+    double sum;        /* readings of kept groups */
     size_t reads;
     int min_mhz;
 } kk__bench_clock;
@@ -67,6 +67,5 @@ uint64_t kk__bench_cpu_flush_for_llc(uint64_t llc_bytes);
 size_t kk__bench_affinity_size(void);
 kk_status kk__bench_pin(int cpu, void *saved);
 void kk__bench_unpin(const void *saved);
-
 
 #endif

@@ -78,8 +78,8 @@ kk_status kk_bench_flush_parse(const char *name, kk_bench_flush *out) {
             *out = (kk_bench_flush)i;
             return KK_OK;
         }
-    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "name", "write or read",
-                         "\"%.100s\"", name);
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "name", "write or read", "\"%.100s\"",
+                         name);
 }
 
 /* A double option in [lo, hi] (finite); `open_lo` excludes lo itself. */
@@ -105,8 +105,8 @@ static kk_status check_int(const char *field, long v, long lo, long hi, const ch
 }
 
 static kk_status check_counts(const kk_bench_options *o) {
-    kk_status st = check_size("options.max_samples", o->max_samples, 1,
-                              KK_BENCH_MAX_SAMPLES_LIMIT, "1 to 10000000");
+    kk_status st = check_size("options.max_samples", o->max_samples, 1, KK_BENCH_MAX_SAMPLES_LIMIT,
+                              "1 to 10000000");
     if (!st)
         st = check_size("options.min_samples", o->min_samples, 1, o->max_samples,
                         "1 to options.max_samples");
@@ -114,8 +114,7 @@ static kk_status check_counts(const kk_bench_options *o) {
     if (!st)
         st = check_size("options.batch", o->batch, 0, KK_BENCH_MAX_BATCH,
                         "0 (auto) to 10000 (KK_BENCH_MAX_BATCH)");
-    if (!st)
-        st = check_size("options.check_every", o->check_every, 1, 1000000, "1 to 1000000");
+    if (!st) st = check_size("options.check_every", o->check_every, 1, 1000000, "1 to 1000000");
     if (!st && o->rse_resamples != 0)
         st = check_int("options.rse_resamples", o->rse_resamples, KK_STATS_RSE_MIN_RESAMPLES,
                        KK_STATS_MAX_RESAMPLES, "0 (default) or 100 to 1000000");
@@ -126,8 +125,7 @@ static kk_status check_times(const kk_bench_options *o) {
     kk_status st = check_real("options.rse_target", o->rse_target, 0.0, 1.0, 0,
                               "0 (no RSE stop) to 1, e.g. 0.005");
     if (!st)
-        st = check_real("options.min_time_s", o->min_time_s, 0.0, 86400.0, 0,
-                        "0 to 86400 seconds");
+        st = check_real("options.min_time_s", o->min_time_s, 0.0, 86400.0, 0, "0 to 86400 seconds");
     if (!st)
         st = check_real("options.time_budget_s", o->time_budget_s, 0.0, 86400.0, 1,
                         "more than 0 and at most 86400 seconds");
@@ -155,12 +153,11 @@ kk_status kk_bench_options_validate(const kk_bench_options *o) {
         st = check_int("options.flush_mode", o->flush_mode, 0, KK_BENCH_FLUSH_COUNT - 1,
                        "KK_BENCH_FLUSH_WRITE (0) or KK_BENCH_FLUSH_READ (1)");
     if (!st) st = check_int("options.pin_cpu", o->pin_cpu, -1, 1 << 20, "-1 (no) or a CPU number");
-    if (!st)
-        st = check_int("options.blocking_kernel", o->blocking_kernel, 0, 1, "0 or 1");
+    if (!st) st = check_int("options.blocking_kernel", o->blocking_kernel, 0, 1, "0 or 1");
     if (!st && o->cold == 1 && o->batch > 1)
         st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk_bench_options_validate", "options.batch",
-                           "0 or 1 with options.cold = 1 (a batch runs back to back, hot)",
-                           "%zu", o->batch);
+                           "0 or 1 with options.cold = 1 (a batch runs back to back, hot)", "%zu",
+                           o->batch);
     if (!st && o->flush_bytes > ((uint64_t)1 << 40))
         st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk_bench_options_validate",
                            "options.flush_bytes", "0 (auto) to 2^40", "%llu",

@@ -34,7 +34,7 @@ static void sample_generic(kk__rng *r, kk_op_params *p, int64_t cap) {
         case KK_PARAM_INT: /* parameters that may be < 1 (windows) keep their default */
             if (d->min >= 1)
                 p->i[i] = kk__fuzz_fit_int(d, d->multiple > 1 ? d->multiple * kk__fuzz_size(r, 32)
-                                                     : kk__fuzz_size(r, cap));
+                                                              : kk__fuzz_size(r, cap));
             break;
         case KK_PARAM_BOOL: p->i[i] = kk__rng_below(r, 2); break;
         case KK_PARAM_ENUM: p->i[i] = nc > 0 ? kk__rng_below(r, (uint32_t)nc) : p->i[i]; break;
@@ -159,8 +159,7 @@ kk_status kk_case_fuzz(const kk_op *op, uint64_t run_seed, int index, kk_input_d
             const int g = kk_op_param_index(op, grow_param(op));
             if (g >= 0) grow(&p, g, big);
         } else {
-            while (too_big(&p) && shrink_once(&p)) {
-            }
+            while (too_big(&p) && shrink_once(&p)) {}
         }
         if (kk_op_params_validate(&p) != KK_OK) continue;
         out->params = p;

@@ -307,8 +307,7 @@ kk_status kk_suite_case_find(const char *name, uint64_t run_seed, kk_input_dist 
     const size_t len = strcspn(name, "/");
     snprintf(first, sizeof first, "%.*s", (int)(len < sizeof first ? len : 0), name);
     int found = 0;
-    if (first[0] && !kk__suite_is_path(first) &&
-        kk_suite_locate(first, path, sizeof path) == KK_OK)
+    if (first[0] && !kk__suite_is_path(first) && kk_suite_locate(first, path, sizeof path) == KK_OK)
         found = find_in(first, name, run_seed, dist, out);
     /* A suite that cannot be read does not hide the others; it is named when
      * the case is found nowhere. */

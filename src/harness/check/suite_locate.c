@@ -90,8 +90,8 @@ kk_status kk_suite_locate(const char *name_or_path, char *path, size_t size) {
     if (st != KK_OK) return st;
     if (kk__suite_is_path(name_or_path)) {
         if ((size_t)snprintf(path, size, "%s", name_or_path) >= size)
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "size",
-                                 "room for the path", "%zu", size);
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "size", "room for the path",
+                                 "%zu", size);
         return KK_OK;
     }
     if (!name_or_path[0])

@@ -34,8 +34,10 @@ static void collect(kk__plot *p, const kk_bench_results *const *docs, size_t ndo
 }
 
 static void add_throughput(kk__plot *p, const kk_bench_entry *e, int want_flops) {
-    if (want_flops) kk__plot_add(p, e, e->flops, e->tflops);
-    else kk__plot_add(p, e, e->bytes, e->gbs);
+    if (want_flops)
+        kk__plot_add(p, e, e->flops, e->tflops);
+    else
+        kk__plot_add(p, e, e->bytes, e->gbs);
 }
 
 static void add_roofline(kk__plot *p, const kk_bench_entry *e, int unused) {
@@ -72,8 +74,7 @@ int kk__svg_throughput(kk__buf *b, const kk_bench_results *const *docs, size_t n
     kk__axis_log(&x, xmin, xmax, KK__SVG_LEFT, KK__SVG_RIGHT);
     kk__axis_lin(&y, ymax * 1.05, KK__SVG_BOTTOM, KK__SVG_TOP);
     char title[160];
-    snprintf(title, sizeof title, "%.60s: throughput against work per run",
-             op[0] ? op : "(no op)");
+    snprintf(title, sizeof title, "%.60s: throughput against work per run", op[0] ? op : "(no op)");
     kk__svg_begin(b, id, title, flops ? "FLOP per run (log scale)" : "bytes per run (log scale)",
                   flops ? "TFLOP/s" : "GB/s", &x, &y);
     kk__plot_draw(b, &p, &x, &y, id, 1);
@@ -83,7 +84,7 @@ int kk__svg_throughput(kk__buf *b, const kk_bench_results *const *docs, size_t n
 }
 
 typedef struct roofs {
-    double bw, bw2;       /* TFLOP/s per FLOP/byte: read (else copy) bandwidth; copy, dashed */
+    double bw, bw2; /* TFLOP/s per FLOP/byte: read (else copy) bandwidth; copy, dashed */
     const char *bw_name, *bw2_name;
     double peak[3];
     const char *peak_name[3];
@@ -137,7 +138,8 @@ static void slope(kk__buf *b, const kk__axis *x, const kk__axis *y, double bw, c
     kk__buf_printf(b,
                    "<text class=\"rlabel\" x=\"0\" y=\"%d\" transform=\"translate(%.1f %.1f) "
                    "rotate(%.1f)\">%s %s GB/s</text>\n",
-                   dashed ? 14 : -6, px, py, angle * 180 / M_PI, name, kk__fmt_num(bw * 1000, v, 32));
+                   dashed ? 14 : -6, px, py, angle * 180 / M_PI, name,
+                   kk__fmt_num(bw * 1000, v, 32));
 }
 
 static void draw_roofs(kk__buf *b, const roofs *k, const kk__axis *x, const kk__axis *y,
@@ -152,7 +154,8 @@ static void draw_roofs(kk__buf *b, const roofs *k, const kk__axis *x, const kk__
         if (!(p > 0)) continue;
         double ridge = k->bw > 0 ? fmin(fmax(p / k->bw, x->lo), x->hi) : x->lo;
         double py = kk__axis_map(y, p);
-        kk__buf_printf(b, "<line class=\"roof\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+        kk__buf_printf(b,
+                       "<line class=\"roof\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                        kk__axis_map(x, ridge), py, kk__axis_map(x, x->hi), py);
         char v[32];
         kk__buf_printf(b,
@@ -186,8 +189,9 @@ int kk__svg_roofline(kk__buf *b, const kk_bench_results *const *docs, size_t ndo
                   "TFLOP/s (log scale)", &x, &y);
     draw_roofs(b, &k, &x, &y, id);
     if (!docs[d]->has_ceilings)
-        kk__buf_printf(b, "<text class=\"rlabel\" x=\"%d\" y=\"%d\">no ceilings in this results "
-                          "file: run kernelkit calibrate</text>\n",
+        kk__buf_printf(b,
+                       "<text class=\"rlabel\" x=\"%d\" y=\"%d\">no ceilings in this results "
+                       "file: run kernelkit calibrate</text>\n",
                        KK__SVG_LEFT + 8, KK__SVG_TOP + 16);
     kk__plot_draw(b, &p, &x, &y, id, 0);
     kk__svg_end(b);

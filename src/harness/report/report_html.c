@@ -16,7 +16,8 @@ static const char k_style[] =
     "border-bottom:2px solid #d7dde3;padding-bottom:4px}h3{font-size:16px;margin:20px 0 6px}\n"
     "table{border-collapse:collapse;margin:8px 0 12px;font-size:13px}\n"
     "th,td{border:1px solid #d7dde3;padding:4px 8px;text-align:left;vertical-align:top}\n"
-    "th{background:#eef2f6}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}\n"
+    "th{background:#eef2f6}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-"
+    "nums}\n"
     "tr.anchor td{color:#5b6670;background:#fafbfc}code{font-size:12px}\n"
     ".note{color:#5b6670;font-size:13px}ul.env{margin:4px 0 8px;padding-left:20px}\n"
     ".charts{display:flex;flex-wrap:wrap;gap:16px}\n"
@@ -113,10 +114,11 @@ static void environment(kk__buf *b, const kk_bench_results *r) {
     const kk_bench_environment *e = &r->env;
     char v[4][600];
     kk__buf_puts(b, "<ul class=\"env\">");
-    snprintf(v[0], 600, "%.255s, compute capability %d.%d, %d SMs, L2 %.1f MiB, max clocks SM %d "
-                        "MHz / memory %d MHz", e->device_name, e->cc_major, e->cc_minor,
-             e->sm_count, (double)e->l2_bytes / 1048576.0, e->sm_clock_max_mhz,
-             e->mem_clock_max_mhz);
+    snprintf(v[0], 600,
+             "%.255s, compute capability %d.%d, %d SMs, L2 %.1f MiB, max clocks SM %d "
+             "MHz / memory %d MHz",
+             e->device_name, e->cc_major, e->cc_minor, e->sm_count, (double)e->l2_bytes / 1048576.0,
+             e->sm_clock_max_mhz, e->mem_clock_max_mhz);
     env_item(b, "device", v[0]);
     char rt[16], dr[16];
     snprintf(v[1], 600, "driver %.63s, CUDA runtime %s (driver supports %s), built with CUDA %.31s",
@@ -184,7 +186,8 @@ static void entry_row(kk__buf *b, const kk_bench_results *const *docs, size_t nd
     char params[1024], t[4][64];
     const kk_stats_summary *s = &e->summary;
     kk__fmt_params(e, params, sizeof params);
-    kk__buf_printf(b, "<tr%s><td><code>", kk_bench_entry_anchor(e, NULL, 0) ? " class=\"anchor\"" : "");
+    kk__buf_printf(b, "<tr%s><td><code>",
+                   kk_bench_entry_anchor(e, NULL, 0) ? " class=\"anchor\"" : "");
     text(b, e->name);
     kk__buf_puts(b, "</code></td><td><code>");
     text(b, params);
@@ -263,8 +266,10 @@ kk_status kk_bench_report_html(const kk_bench_results *const *docs, size_t ndocs
     text(&b, title);
     kk__buf_printf(&b, "</title>\n<style>\n%s</style></head>\n<body>\n<header><h1>", k_style);
     text(&b, title);
-    kk__buf_printf(&b, "</h1><p class=\"note\">From %zu results file%s. Hover a point for its "
-                       "benchmark.</p></header>\n", ndocs, ndocs == 1 ? "" : "s");
+    kk__buf_printf(&b,
+                   "</h1><p class=\"note\">From %zu results file%s. Hover a point for its "
+                   "benchmark.</p></header>\n",
+                   ndocs, ndocs == 1 ? "" : "s");
     executive_summary(&b, docs, ndocs, opt);
     for (size_t d = 0; d < ndocs; d++) document(&b, docs, ndocs, d, opt);
     kk__buf_puts(&b, "<footer><p class=\"note\">Times are medians of the raw samples with "

@@ -79,11 +79,11 @@ int kk__report_anchors(const kk_bench_results *const *docs, size_t ndocs, size_t
 
 typedef struct kk__doc_summary {
     size_t benchmarks, anchors;
-    double geo_tflops;   /* geometric mean over KernelKit entries with FLOPs; 0 = none */
+    double geo_tflops; /* geometric mean over KernelKit entries with FLOPs; 0 = none */
     size_t n_tflops;
-    double geo_gbs;      /* ... with bytes */
+    double geo_gbs; /* ... with bytes */
     size_t n_gbs;
-    double geo_speedup;  /* over KernelKit entries with an anchor (first match); 0 = none */
+    double geo_speedup; /* over KernelKit entries with an anchor (first match); 0 = none */
     size_t n_speedup;
 } kk__doc_summary;
 
@@ -94,8 +94,7 @@ void kk__report_summarize(const kk_bench_results *const *docs, size_t ndocs, siz
 size_t kk__report_ops(const kk_bench_results *r, const char **ops, size_t cap);
 
 /* A short label for document d: the caller's label, else its device name. */
-const char *kk__report_label(const kk_bench_report_options *o, const kk_bench_results *r,
-                             size_t d);
+const char *kk__report_label(const kk_bench_report_options *o, const kk_bench_results *r, size_t d);
 
 /* "13.0" from 13000; "-" for 0. */
 const char *kk__fmt_cuda(int v, char *buf, size_t size);
@@ -165,8 +164,8 @@ void kk__plot_free(kk__plot *p);
  * chart, whose x already says which benchmark a point is), or else a text
  * label per point when there are few; markers with a <title> tooltip each;
  * the legend. */
-void kk__plot_draw(kk__buf *b, kk__plot *p, const kk__axis *x, const kk__axis *y,
-                   const char *id, int with_lines);
+void kk__plot_draw(kk__buf *b, kk__plot *p, const kk__axis *x, const kk__axis *y, const char *id,
+                   int with_lines);
 /* "1k", "10M", "0.01" for axis ticks. */
 const char *kk__fmt_tick(double v, char *buf, size_t size);
 

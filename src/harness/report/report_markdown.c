@@ -15,8 +15,7 @@ kk_status kk__report_check(const char *func, const kk_bench_results *const *docs
     if (!docs || !text)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, docs ? "text" : "docs",
                              "a non-NULL pointer", "NULL");
-    if (ndocs == 0)
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "ndocs", "at least 1", "0");
+    if (ndocs == 0) return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "ndocs", "at least 1", "0");
     for (size_t i = 0; i < ndocs; i++)
         if (!docs[i])
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "docs", "non-NULL documents",
@@ -27,10 +26,15 @@ kk_status kk__report_check(const char *func, const kk_bench_results *const *docs
 /* "bf16 801 TFLOP/s, copy 4100 GB/s" from the ceilings that are known. */
 static void ceilings_text(const kk_bench_results *r, char *buf, size_t size) {
     const kk_bench_ceilings *c = &r->ceilings;
-    const struct { const char *name; double v; const char *unit; } k[] = {
-        {"bf16", c->bf16_tflops, "TFLOP/s"}, {"fp8", c->fp8_tflops, "TFLOP/s"},
-        {"fp32", c->fp32_tflops, "TFLOP/s"}, {"copy", c->copy_gbs, "GB/s"},
-        {"read", c->read_gbs, "GB/s"}};
+    const struct {
+        const char *name;
+        double v;
+        const char *unit;
+    } k[] = {{"bf16", c->bf16_tflops, "TFLOP/s"},
+             {"fp8", c->fp8_tflops, "TFLOP/s"},
+             {"fp32", c->fp32_tflops, "TFLOP/s"},
+             {"copy", c->copy_gbs, "GB/s"},
+             {"read", c->read_gbs, "GB/s"}};
     size_t used = 0;
     buf[0] = 0;
     for (size_t i = 0; r->has_ceilings && i < sizeof k / sizeof k[0] && used < size; i++) {
@@ -73,16 +77,14 @@ static void summary_row(kk__buf *b, const kk_bench_results *const *docs, size_t 
 
 static void executive_summary(kk__buf *b, const kk_bench_results *const *docs, size_t ndocs,
                               const kk_bench_report_options *o) {
-    kk__buf_puts(b,
-                 "## Executive summary\n\n"
-                 "| Results | Device | Backend | Driver | CUDA | Benchmarks | Anchors | "
-                 "Geomean TFLOP/s (n) | Geomean GB/s (n) | Speedup vs anchors (n) | Ceilings |\n"
-                 "|---|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
+    kk__buf_puts(b, "## Executive summary\n\n"
+                    "| Results | Device | Backend | Driver | CUDA | Benchmarks | Anchors | "
+                    "Geomean TFLOP/s (n) | Geomean GB/s (n) | Speedup vs anchors (n) | Ceilings |\n"
+                    "|---|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
     for (size_t d = 0; d < ndocs; d++) summary_row(b, docs, ndocs, d, o);
-    kk__buf_puts(b,
-                 "\nGeometric means are over KernelKit's own benchmarks (anchors excluded). "
-                 "Speedup vs anchors = anchor median / KernelKit median for the same op, dtype "
-                 "and parameters on the same device (> 1: KernelKit is faster).\n\n");
+    kk__buf_puts(b, "\nGeometric means are over KernelKit's own benchmarks (anchors excluded). "
+                    "Speedup vs anchors = anchor median / KernelKit median for the same op, dtype "
+                    "and parameters on the same device (> 1: KernelKit is faster).\n\n");
 }
 
 static void environment(kk__buf *b, const kk_bench_results *r) {
@@ -91,9 +93,11 @@ static void environment(kk__buf *b, const kk_bench_results *r) {
     snprintf(l2, sizeof l2, "%.1f MiB", (double)e->l2_bytes / 1048576.0);
     kk__buf_puts(b, "- device: ");
     kk__buf_md_text(b, e->device_name);
-    kk__buf_printf(b, ", compute capability %d.%d, %d SMs, L2 %s, max clocks SM %d MHz / memory "
-                      "%d MHz\n- driver ", e->cc_major, e->cc_minor, e->sm_count, l2,
-                   e->sm_clock_max_mhz, e->mem_clock_max_mhz);
+    kk__buf_printf(b,
+                   ", compute capability %d.%d, %d SMs, L2 %s, max clocks SM %d MHz / memory "
+                   "%d MHz\n- driver ",
+                   e->cc_major, e->cc_minor, e->sm_count, l2, e->sm_clock_max_mhz,
+                   e->mem_clock_max_mhz);
     kk__buf_md_text(b, e->driver_version[0] ? e->driver_version : "none");
     kk__buf_printf(b, ", CUDA runtime %s (driver supports %s), built with CUDA ",
                    kk__fmt_cuda(e->cuda_runtime_version, rt, sizeof rt),
@@ -192,14 +196,15 @@ static void op_tables(kk__buf *b, const kk_bench_results *const *docs, size_t nd
     size_t nops = kk__report_ops(r, ops, r->count);
     for (size_t k = 0; k < nops; k++) {
         kk__buf_puts(b, "### ");
-        if (ops[k][0]) kk__buf_md_code(b, ops[k]);
-        else kk__buf_puts(b, "(no op)");
+        if (ops[k][0])
+            kk__buf_md_code(b, ops[k]);
+        else
+            kk__buf_puts(b, "(no op)");
         kk__buf_puts(b, "\n\n| benchmark | params | dtype | median | 95% CI | TFLOP/s | GB/s | "
                         "share of ceilings | vs anchors | n |\n"
                         "|---|---|---|---:|---|---:|---:|---|---|---:|\n");
         for (size_t i = 0; i < r->count; i++)
-            if (strcmp(r->entries[i].op, ops[k]) == 0)
-                entry_row(b, docs, ndocs, d, &r->entries[i]);
+            if (strcmp(r->entries[i].op, ops[k]) == 0) entry_row(b, docs, ndocs, d, &r->entries[i]);
         kk__buf_puts(b, "\n");
     }
     if (!nops) kk__buf_puts(b, "No benchmarks.\n\n");

@@ -35,8 +35,10 @@ int kk_bench_entry_anchor(const kk_bench_entry *e, char *impl, size_t size) {
     if (strncmp(e->name, KK_BENCH_ANCHOR_PREFIX, plen) == 0) {
         const char *v = e->name + plen;
         size_t len = strcspn(v, "/");
-        if (len == 0) set_impl(impl, size, "anchor", 6);
-        else set_impl(impl, size, v, len);
+        if (len == 0)
+            set_impl(impl, size, "anchor", 6);
+        else
+            set_impl(impl, size, v, len);
         return 1;
     }
     set_impl(impl, size, KK_BENCH_IMPL_SELF, strlen(KK_BENCH_IMPL_SELF));
@@ -62,8 +64,8 @@ static int params_cover(const kk_bench_entry *a, const kk_bench_entry *b) {
 }
 
 static int same_work(const kk_bench_entry *a, const kk_bench_entry *b) {
-    return strcmp(a->op, b->op) == 0 && strcmp(a->dtype, b->dtype) == 0 &&
-           params_cover(a, b) && params_cover(b, a);
+    return strcmp(a->op, b->op) == 0 && strcmp(a->dtype, b->dtype) == 0 && params_cover(a, b) &&
+           params_cover(b, a);
 }
 
 int kk__flush_differs(const kk_bench_entry *a, const kk_bench_entry *b) {
@@ -74,12 +76,16 @@ void kk__report_flush_text(const kk_bench_results *r, char *buf, size_t size) {
     size_t hot = 0, mode[KK_BENCH_FLUSH_COUNT] = {0};
     for (size_t i = 0; i < r->count; i++) {
         const kk_bench_measurement *m = &r->entries[i].m;
-        if (!m->cold) hot++;
-        else if (m->flush_mode >= 0 && m->flush_mode < KK_BENCH_FLUSH_COUNT) mode[m->flush_mode]++;
+        if (!m->cold)
+            hot++;
+        else if (m->flush_mode >= 0 && m->flush_mode < KK_BENCH_FLUSH_COUNT)
+            mode[m->flush_mode]++;
     }
     size_t cold = mode[KK_BENCH_FLUSH_WRITE] + mode[KK_BENCH_FLUSH_READ];
-    if (!r->count) snprintf(buf, size, "no benchmarks");
-    else if (!cold) snprintf(buf, size, "%zu hot", hot);
+    if (!r->count)
+        snprintf(buf, size, "no benchmarks");
+    else if (!cold)
+        snprintf(buf, size, "%zu hot", hot);
     else
         snprintf(buf, size, "%zu cold (L2 flush: %zu write, %zu read), %zu hot", cold,
                  mode[KK_BENCH_FLUSH_WRITE], mode[KK_BENCH_FLUSH_READ], hot);

@@ -43,8 +43,10 @@ double kk__axis_map(const kk__axis *a, double v) {
 }
 
 const char *kk__fmt_tick(double v, char *buf, size_t size) {
-    static const struct { double scale; const char *suffix; } k[] = {
-        {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+    static const struct {
+        double scale;
+        const char *suffix;
+    } k[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (fabs(v) >= k[i].scale) {
             snprintf(buf, size, "%g%s", v / k[i].scale, k[i].suffix);
@@ -77,15 +79,17 @@ static void axis_ticks(kk__buf *b, const kk__axis *a, int vertical) {
         double p = kk__axis_map(a, t[i]);
         kk__fmt_tick(t[i], label, sizeof label);
         if (vertical)
-            kk__buf_printf(b,
-                           "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
-                           "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                           KK__SVG_LEFT, p, KK__SVG_RIGHT, p, KK__SVG_LEFT - 6, p + 4, label);
+            kk__buf_printf(
+                b,
+                "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
+                "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                KK__SVG_LEFT, p, KK__SVG_RIGHT, p, KK__SVG_LEFT - 6, p + 4, label);
         else
-            kk__buf_printf(b,
-                           "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-                           "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                           p, KK__SVG_TOP, p, KK__SVG_BOTTOM, p, KK__SVG_BOTTOM + 16, label);
+            kk__buf_printf(
+                b,
+                "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+                "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                p, KK__SVG_TOP, p, KK__SVG_BOTTOM, p, KK__SVG_BOTTOM + 16, label);
     }
 }
 
@@ -182,8 +186,10 @@ static void marker(kk__buf *b, const kk__plot *p, const kk__point *pt, double px
     const char *color = k_colors[pt->series % NCOLORS];
     char median[32], v[32];
     if (p->series[pt->series].anchor)
-        kk__buf_printf(b, "<g class=\"pt\"><rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" "
-                          "fill=\"%s\"/>", px - 4, py - 4, color);
+        kk__buf_printf(b,
+                       "<g class=\"pt\"><rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" "
+                       "fill=\"%s\"/>",
+                       px - 4, py - 4, color);
     else
         kk__buf_printf(b, "<g class=\"pt\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/>",
                        px, py, color);
@@ -213,13 +219,14 @@ static void legend(kk__buf *b, const kk__plot *p) {
         kk__buf_html(b, p->series[s].key);
         kk__buf_puts(b, "</text>\n");
     }
-    kk__buf_printf(b, "<text class=\"legend note\" x=\"%d\" y=\"%d\">circle: KernelKit, "
-                      "square: anchor</text>\n",
+    kk__buf_printf(b,
+                   "<text class=\"legend note\" x=\"%d\" y=\"%d\">circle: KernelKit, "
+                   "square: anchor</text>\n",
                    KK__SVG_RIGHT + 16, KK__SVG_TOP + 14 + 20 * row);
 }
 
-void kk__plot_draw(kk__buf *b, kk__plot *p, const kk__axis *x, const kk__axis *y,
-                   const char *id, int with_lines) {
+void kk__plot_draw(kk__buf *b, kk__plot *p, const kk__axis *x, const kk__axis *y, const char *id,
+                   int with_lines) {
     qsort(p->pts, p->n, sizeof *p->pts, by_series_then_x);
     kk__buf_printf(b, "<g clip-path=\"url(#clip-%s)\">\n", id);
     if (with_lines) lines(b, p, x, y);

@@ -57,10 +57,14 @@ void kk__buf_md_code(kk__buf *b, const char *s) {
     put(b, "`", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '|') put(b, "\\|", 2); /* GFM splits cells on | even in code spans */
-        else if (c == '`') put(b, "'", 1);
-        else if (is_control(c)) put(b, " ", 1);
-        else put(b, s, 1);
+        if (c == '|')
+            put(b, "\\|", 2); /* GFM splits cells on | even in code spans */
+        else if (c == '`')
+            put(b, "'", 1);
+        else if (is_control(c))
+            put(b, " ", 1);
+        else
+            put(b, s, 1);
     }
     put(b, "`", 1);
 }
@@ -142,8 +146,10 @@ void kk__buf_free(kk__buf *b) {
 }
 
 const char *kk__fmt_seconds(double s, char *buf, size_t size) {
-    static const struct { double scale; const char *unit; } units[] = {
-        {1, "s"}, {1e-3, "ms"}, {1e-6, "\xc2\xb5s"}, {1e-9, "ns"}};
+    static const struct {
+        double scale;
+        const char *unit;
+    } units[] = {{1, "s"}, {1e-3, "ms"}, {1e-6, "\xc2\xb5s"}, {1e-9, "ns"}};
     if (!(s > 0) || !isfinite(s)) {
         snprintf(buf, size, "-");
         return buf;
@@ -159,13 +165,20 @@ const char *kk__fmt_seconds(double s, char *buf, size_t size) {
 
 const char *kk__fmt_num(double v, char *buf, size_t size) {
     double a = fabs(v);
-    if (!isfinite(v)) snprintf(buf, size, "-");
-    else if (a == 0) snprintf(buf, size, "0");
-    else if (a >= 1e6 || a < 1e-3) snprintf(buf, size, "%.3g", v);
-    else if (a >= 100) snprintf(buf, size, "%.0f", v);
-    else if (a >= 10) snprintf(buf, size, "%.1f", v);
-    else if (a >= 1) snprintf(buf, size, "%.2f", v);
-    else snprintf(buf, size, "%.3g", v);
+    if (!isfinite(v))
+        snprintf(buf, size, "-");
+    else if (a == 0)
+        snprintf(buf, size, "0");
+    else if (a >= 1e6 || a < 1e-3)
+        snprintf(buf, size, "%.3g", v);
+    else if (a >= 100)
+        snprintf(buf, size, "%.0f", v);
+    else if (a >= 10)
+        snprintf(buf, size, "%.1f", v);
+    else if (a >= 1)
+        snprintf(buf, size, "%.2f", v);
+    else
+        snprintf(buf, size, "%.3g", v);
     return buf;
 }
 
@@ -190,7 +203,9 @@ void kk__fmt_params(const kk_bench_entry *e, char *buf, size_t size) {
 }
 
 const char *kk__fmt_cuda(int v, char *buf, size_t size) {
-    if (v <= 0) snprintf(buf, size, "-");
-    else snprintf(buf, size, "%d.%d", v / 1000, (v % 1000) / 10);
+    if (v <= 0)
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "%d.%d", v / 1000, (v % 1000) / 10);
     return buf;
 }

@@ -32,8 +32,8 @@ void kk_bench_compare_options_default(kk_bench_compare_options *o) {
 
 static kk_status check_options(const kk_bench_compare_options *o) {
     if (!(o->threshold >= 0 && o->threshold <= 1))
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, FUNC, "options.threshold", "0 to 1",
-                             "%g", o->threshold);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, FUNC, "options.threshold", "0 to 1", "%g",
+                             o->threshold);
     if (!(o->alpha > 0 && o->alpha < 1))
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, FUNC, "options.alpha",
                              "more than 0 and less than 1", "%g", o->alpha);
@@ -68,8 +68,9 @@ static void warn_int(kk_bench_comparison *c, const char *what, int a, int b, int
 static void environment_warnings(kk_bench_comparison *c, const kk_bench_environment *b,
                                  const kk_bench_environment *n) {
     if (strcmp(b->device_name, n->device_name) != 0 || strncmp(b->device, n->device, 3) != 0) {
-        warn(c, "devices differ: base %.100s (%.31s), new %.100s (%.31s): times from "
-                "different devices are not comparable",
+        warn(c,
+             "devices differ: base %.100s (%.31s), new %.100s (%.31s): times from "
+             "different devices are not comparable",
              b->device_name, b->device, n->device_name, n->device);
     }
     warn_int(c, "maximum SM clocks", b->sm_clock_max_mhz, n->sm_clock_max_mhz, 1);
@@ -84,8 +85,7 @@ static void environment_warnings(kk_bench_comparison *c, const kk_bench_environm
 }
 
 /* What differs in how one benchmark was measured. */
-static void row_note(kk_bench_compare_row *row, const kk_bench_entry *b,
-                     const kk_bench_entry *n) {
+static void row_note(kk_bench_compare_row *row, const kk_bench_entry *b, const kk_bench_entry *n) {
     double cb = b->m.sm_clock_mean_mhz, cn = n->m.sm_clock_mean_mhz;
     size_t len = strlen(row->note);
     char *p = row->note + len;
@@ -150,12 +150,11 @@ static kk_status compare_pair(const kk_bench_compare_options *o, const kk_bench_
 static void about(char *buf, size_t size, const kk_bench_environment *e) {
     snprintf(buf, size, "%.120s (%.31s), driver %.40s, %.31s, kernelkit %.31s commit %.40s",
              e->device_name[0] ? e->device_name : "unknown device", e->device,
-             e->driver_version[0] ? e->driver_version : "none", e->timestamp_utc,
-             e->kk_version, e->git_commit);
+             e->driver_version[0] ? e->driver_version : "none", e->timestamp_utc, e->kk_version,
+             e->git_commit);
 }
 
-static kk_bench_comparison *alloc_comparison(const kk_bench_results *b,
-                                             const kk_bench_results *n) {
+static kk_bench_comparison *alloc_comparison(const kk_bench_results *b, const kk_bench_results *n) {
     kk_bench_comparison *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     size_t nb = b->count ? b->count : 1, nn = n->count ? n->count : 1;
@@ -212,9 +211,10 @@ kk_status kk_bench_compare(const kk_bench_results *base, const kk_bench_results 
     }
     if (flush_mismatch) {
         const kk_bench_entry *n = kk_bench_results_find(cand, first_mismatch->name);
-        warn(c, "L2 flush modes differ for %zu cold benchmark%s (e.g. %.60s: base %s, new %s): "
-                "a write flush leaves dirty lines whose write-back is timed, a read flush does "
-                "not",
+        warn(c,
+             "L2 flush modes differ for %zu cold benchmark%s (e.g. %.60s: base %s, new %s): "
+             "a write flush leaves dirty lines whose write-back is timed, a read flush does "
+             "not",
              flush_mismatch, flush_mismatch == 1 ? "" : "s", first_mismatch->name,
              kk_bench_flush_name((kk_bench_flush)first_mismatch->m.flush_mode),
              kk_bench_flush_name((kk_bench_flush)n->m.flush_mode));

@@ -157,8 +157,7 @@ static kk_status check_spec(const kk_bench_results *r, const kk_bench_spec *s) {
                            "a name not yet in the document", "\"%.200s\"", s->name);
     if (!st && (s->nparams < 0 || s->nparams > KK_BENCH_MAX_PARAMS || (s->nparams && !s->params)))
         st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, ADD, "spec->nparams",
-                           "0 to 32 (KK_BENCH_MAX_PARAMS), with a params array", "%d",
-                           s->nparams);
+                           "0 to 32 (KK_BENCH_MAX_PARAMS), with a params array", "%d", s->nparams);
     for (int i = 0; !st && i < s->nparams; i++) st = check_param(&s->params[i], s->params, i);
     if (!st) st = check_real("spec->flops", s->flops, INFINITY);
     if (!st) st = check_real("spec->bytes", s->bytes, INFINITY);
@@ -172,8 +171,8 @@ static kk_status check_measurement(const kk_bench_measurement *m) {
                              "1 to 10000000 samples, with a samples array", "%zu", m->n);
     for (size_t i = 0; i < m->n; i++)
         if (!isfinite(m->samples[i]) || m->samples[i] < 0)
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, ADD, "m->samples",
-                                 "finite seconds >= 0", "samples[%zu] = %g", i, m->samples[i]);
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, ADD, "m->samples", "finite seconds >= 0",
+                                 "samples[%zu] = %g", i, m->samples[i]);
     if (!memchr(m->device, 0, sizeof m->device) || !m->device[0] || m->batch < 1 ||
         (int)m->stop < 0 || m->stop >= KK_BENCH_STOP_COUNT)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, ADD, "m",

@@ -39,8 +39,8 @@ int kk__rd_fail(kk__rd *c, const char *path, const char *key, const char *found,
 const cJSON *kk__rd_get(kk__rd *c, const cJSON *obj, const char *path, const char *key);
 int kk__rd_double(kk__rd *c, const cJSON *obj, const char *path, const char *key, double lo,
                   double hi, double *out);
-int kk__rd_int(kk__rd *c, const cJSON *obj, const char *path, const char *key, double lo,
-               double hi, long long *out);
+int kk__rd_int(kk__rd *c, const cJSON *obj, const char *path, const char *key, double lo, double hi,
+               long long *out);
 int kk__rd_size(kk__rd *c, const cJSON *obj, const char *path, const char *key, double hi,
                 size_t *out);
 int kk__rd_u64(kk__rd *c, const cJSON *obj, const char *path, const char *key, uint64_t *out);

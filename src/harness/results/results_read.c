@@ -117,8 +117,7 @@ static int read_measurement(kk__rd *c, const cJSON *o, const char *path, kk_benc
     snprintf(p, sizeof p, "%s.measurement", path);
     const cJSON *x = kk__rd_object(c, o, path, "measurement");
     long long v[2] = {0};
-    int ok = x &&
-             kk__rd_size(c, x, p, "samples_kept", KK_BENCH_MAX_SAMPLES_LIMIT, &m->n) &&
+    int ok = x && kk__rd_size(c, x, p, "samples_kept", KK_BENCH_MAX_SAMPLES_LIMIT, &m->n) &&
              kk__rd_size(c, x, p, "samples_dropped_throttle", KK__RESULTS_MAX_EXACT,
                          &m->dropped_throttle) &&
              kk__rd_size(c, x, p, "warmup_runs", KK__RESULTS_MAX_EXACT, &m->warmup_runs) &&
@@ -153,8 +152,7 @@ static int read_samples(kk__rd *c, const cJSON *o, const char *path, kk_bench_me
     if (n != m->n || n == 0) {
         char found[48];
         snprintf(found, sizeof found, "%zu values", n);
-        return kk__rd_fail(c, path, "samples", found,
-                           "measurement.samples_kept (>= 1) values");
+        return kk__rd_fail(c, path, "samples", found, "measurement.samples_kept (>= 1) values");
     }
     if (!(m->samples = malloc(n * sizeof *m->samples)))
         return c->st = kk__error(KK_ERR_OUT_OF_MEMORY, c->func, "cannot hold %zu samples", n), 0;
@@ -165,7 +163,8 @@ static int read_samples(kk__rd *c, const cJSON *o, const char *path, kk_bench_me
         if (!(v >= 0 && v <= BIG)) {
             char key[48], found[48];
             snprintf(key, sizeof key, "samples[%zu]", i);
-            snprintf(found, sizeof found, "%s", cJSON_IsNumber(x) ? "out of range" : "not a number");
+            snprintf(found, sizeof found, "%s",
+                     cJSON_IsNumber(x) ? "out of range" : "not a number");
             return kk__rd_fail(c, path, key, found, "finite seconds >= 0");
         }
         m->samples[i++] = v;
@@ -273,9 +272,12 @@ static kk_status parse(const char *text, size_t len, const char *func, const cha
         size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
         cJSON_Delete(root);
         return kk__set_error(KK_ERR_IO, func, source ? "path" : "text", source, "JSON", NULL,
-                             "%.400s%snot valid JSON: %s at byte %zu of %zu",
-                             source ? source : "", source ? ": " : "",
-                             len == 0 ? "empty" : root ? "trailing data" : "syntax error", at, len);
+                             "%.400s%snot valid JSON: %s at byte %zu of %zu", source ? source : "",
+                             source ? ": " : "",
+                             len == 0 ? "empty"
+                             : root   ? "trailing data"
+                                      : "syntax error",
+                             at, len);
     }
     kk__rd c = {KK_OK, func, source};
     kk_bench_results *r = kk__results_new();

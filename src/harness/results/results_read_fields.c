@@ -13,14 +13,22 @@
 
 /* A short description of what a file holds at some place. */
 static void describe(const cJSON *x, char *buf, size_t size) {
-    if (!x) snprintf(buf, size, "missing");
-    else if (cJSON_IsNumber(x)) snprintf(buf, size, "%.17g", x->valuedouble);
-    else if (cJSON_IsString(x)) snprintf(buf, size, "\"%.60s\"", x->valuestring);
-    else if (cJSON_IsBool(x)) snprintf(buf, size, "%s", cJSON_IsTrue(x) ? "true" : "false");
-    else if (cJSON_IsNull(x)) snprintf(buf, size, "null");
-    else if (cJSON_IsArray(x)) snprintf(buf, size, "an array");
-    else if (cJSON_IsObject(x)) snprintf(buf, size, "an object");
-    else snprintf(buf, size, "a value of unknown type");
+    if (!x)
+        snprintf(buf, size, "missing");
+    else if (cJSON_IsNumber(x))
+        snprintf(buf, size, "%.17g", x->valuedouble);
+    else if (cJSON_IsString(x))
+        snprintf(buf, size, "\"%.60s\"", x->valuestring);
+    else if (cJSON_IsBool(x))
+        snprintf(buf, size, "%s", cJSON_IsTrue(x) ? "true" : "false");
+    else if (cJSON_IsNull(x))
+        snprintf(buf, size, "null");
+    else if (cJSON_IsArray(x))
+        snprintf(buf, size, "an array");
+    else if (cJSON_IsObject(x))
+        snprintf(buf, size, "an object");
+    else
+        snprintf(buf, size, "a value of unknown type");
 }
 
 int kk__rd_fail(kk__rd *c, const char *path, const char *key, const char *found,
@@ -75,8 +83,8 @@ int kk__rd_double(kk__rd *c, const cJSON *obj, const char *path, const char *key
     return 1;
 }
 
-int kk__rd_int(kk__rd *c, const cJSON *obj, const char *path, const char *key, double lo,
-               double hi, long long *out) {
+int kk__rd_int(kk__rd *c, const cJSON *obj, const char *path, const char *key, double lo, double hi,
+               long long *out) {
     const cJSON *x = kk__rd_get(c, obj, path, key);
     if (!x) return 0;
     double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
@@ -171,8 +179,7 @@ static int switches(kk__rd *c, const cJSON *env, kk_bench_environment *e) {
             return bad(c, "environment", "switches", o, "at most 32 switches");
         kk_bench_switch *s = &e->switches[e->nswitches];
         if (!x->string || !x->string[0] || strlen(x->string) >= sizeof s->name)
-            return kk__rd_fail(c, "environment", "switches", "a name",
-                               "names of 1 to 63 bytes");
+            return kk__rd_fail(c, "environment", "switches", "a name", "names of 1 to 63 bytes");
         for (int j = 0; j < e->nswitches; j++)
             if (strcmp(e->switches[j].name, x->string) == 0)
                 return kk__rd_fail(c, "environment.switches", x->string, "twice", "unique names");
@@ -188,20 +195,20 @@ int kk__rd_environment(kk__rd *c, const cJSON *obj, kk_bench_environment *e) {
     const char *p = "environment";
     const cJSON *o = kk__rd_object(c, obj, "", p);
     long long i[7] = {0};
-    int ok = o && kk__rd_string(c, o, p, "device", e->device, sizeof e->device) &&
-             kk__rd_int(c, o, p, "device_index", 0, 1e6, &i[0]) &&
-             kk__rd_string(c, o, p, "device_name", e->device_name, sizeof e->device_name) &&
-             kk__rd_int(c, o, p, "cc_major", 0, 1000, &i[1]) &&
-             kk__rd_int(c, o, p, "cc_minor", 0, 1000, &i[2]) &&
-             kk__rd_int(c, o, p, "sm_count", 0, 1e6, &i[3]) &&
-             kk__rd_u64(c, o, p, "l2_bytes", &e->l2_bytes) &&
-             kk__rd_u64(c, o, p, "mem_total_bytes", &e->mem_total_bytes) &&
-             kk__rd_int(c, o, p, "sm_clock_max_mhz", 0, 1e6, &i[4]) &&
-             kk__rd_int(c, o, p, "mem_clock_max_mhz", 0, 1e6, &i[5]) &&
-             kk__rd_string(c, o, p, "pci_bus_id", e->pci_bus_id, sizeof e->pci_bus_id) &&
-             kk__rd_string(c, o, p, "driver_version", e->driver_version,
-                           sizeof e->driver_version) &&
-             kk__rd_int(c, o, p, "cuda_runtime_version", 0, 1e7, &i[6]);
+    int ok =
+        o && kk__rd_string(c, o, p, "device", e->device, sizeof e->device) &&
+        kk__rd_int(c, o, p, "device_index", 0, 1e6, &i[0]) &&
+        kk__rd_string(c, o, p, "device_name", e->device_name, sizeof e->device_name) &&
+        kk__rd_int(c, o, p, "cc_major", 0, 1000, &i[1]) &&
+        kk__rd_int(c, o, p, "cc_minor", 0, 1000, &i[2]) &&
+        kk__rd_int(c, o, p, "sm_count", 0, 1e6, &i[3]) &&
+        kk__rd_u64(c, o, p, "l2_bytes", &e->l2_bytes) &&
+        kk__rd_u64(c, o, p, "mem_total_bytes", &e->mem_total_bytes) &&
+        kk__rd_int(c, o, p, "sm_clock_max_mhz", 0, 1e6, &i[4]) &&
+        kk__rd_int(c, o, p, "mem_clock_max_mhz", 0, 1e6, &i[5]) &&
+        kk__rd_string(c, o, p, "pci_bus_id", e->pci_bus_id, sizeof e->pci_bus_id) &&
+        kk__rd_string(c, o, p, "driver_version", e->driver_version, sizeof e->driver_version) &&
+        kk__rd_int(c, o, p, "cuda_runtime_version", 0, 1e7, &i[6]);
     long long drv = 0;
     ok = ok && kk__rd_int(c, o, p, "cuda_driver_version", 0, 1e7, &drv) &&
          kk__rd_string(c, o, p, "cpu_model", e->cpu_model, sizeof e->cpu_model) &&
@@ -231,22 +238,21 @@ int kk__rd_telemetry(kk__rd *c, const cJSON *obj, const char *parent, const char
     snprintf(path, sizeof path, "%s.%s", parent, key);
     const cJSON *o = kk__rd_object(c, obj, parent, key);
     long long v[5] = {0};
-    int ok = o && kk__rd_bool(c, o, path, "available", &t->available) &&
-             kk__rd_string(c, o, path, "unavailable_reason", t->unavailable_reason,
-                           sizeof t->unavailable_reason) &&
-             kk__rd_double(c, o, path, "temperature_c", -300, 1e4, &t->temperature_c) &&
-             kk__rd_int(c, o, path, "sm_clock_mhz", 0, 1e6, &v[0]) &&
-             kk__rd_int(c, o, path, "sm_clock_max_mhz", 0, 1e6, &v[1]) &&
-             kk__rd_int(c, o, path, "mem_clock_mhz", 0, 1e6, &v[2]) &&
-             kk__rd_double(c, o, path, "power_w", 0, 1e7, &t->power_w) &&
-             kk__rd_double(c, o, path, "power_limit_w", 0, 1e7, &t->power_limit_w) &&
-             kk__rd_int(c, o, path, "utilization_gpu_pct", 0, 100, &v[3]) &&
-             kk__rd_int(c, o, path, "utilization_mem_pct", 0, 100, &v[4]) &&
-             kk__rd_u64(c, o, path, "throttle_reasons", &t->throttle_reasons) &&
-             kk__rd_string(c, o, path, "throttle_text", t->throttle_text,
-                           sizeof t->throttle_text) &&
-             kk__rd_string(c, o, path, "driver_version", t->driver_version,
-                           sizeof t->driver_version);
+    int ok =
+        o && kk__rd_bool(c, o, path, "available", &t->available) &&
+        kk__rd_string(c, o, path, "unavailable_reason", t->unavailable_reason,
+                      sizeof t->unavailable_reason) &&
+        kk__rd_double(c, o, path, "temperature_c", -300, 1e4, &t->temperature_c) &&
+        kk__rd_int(c, o, path, "sm_clock_mhz", 0, 1e6, &v[0]) &&
+        kk__rd_int(c, o, path, "sm_clock_max_mhz", 0, 1e6, &v[1]) &&
+        kk__rd_int(c, o, path, "mem_clock_mhz", 0, 1e6, &v[2]) &&
+        kk__rd_double(c, o, path, "power_w", 0, 1e7, &t->power_w) &&
+        kk__rd_double(c, o, path, "power_limit_w", 0, 1e7, &t->power_limit_w) &&
+        kk__rd_int(c, o, path, "utilization_gpu_pct", 0, 100, &v[3]) &&
+        kk__rd_int(c, o, path, "utilization_mem_pct", 0, 100, &v[4]) &&
+        kk__rd_u64(c, o, path, "throttle_reasons", &t->throttle_reasons) &&
+        kk__rd_string(c, o, path, "throttle_text", t->throttle_text, sizeof t->throttle_text) &&
+        kk__rd_string(c, o, path, "driver_version", t->driver_version, sizeof t->driver_version);
     if (!ok) return 0;
     t->sm_clock_mhz = (int)v[0];
     t->sm_clock_max_mhz = (int)v[1];

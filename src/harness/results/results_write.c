@@ -207,9 +207,12 @@ static void entry(w *c, cJSON *array, const kk_bench_results *r, const kk_bench_
     cJSON *params = child(c, o, "params", 0);
     for (int i = 0; i < e->nparams; i++) {
         const kk_bench_param *p = &e->params[i];
-        if (p->kind == KK_BENCH_PARAM_NUMBER) num(c, params, p->name, p->number);
-        else if (p->kind == KK_BENCH_PARAM_BOOL) boolean(c, params, p->name, p->boolean);
-        else str(c, params, p->name, p->string);
+        if (p->kind == KK_BENCH_PARAM_NUMBER)
+            num(c, params, p->name, p->number);
+        else if (p->kind == KK_BENCH_PARAM_BOOL)
+            boolean(c, params, p->name, p->boolean);
+        else
+            str(c, params, p->name, p->string);
     }
     str(c, o, "device", e->device);
     str(c, o, "dtype", e->dtype);

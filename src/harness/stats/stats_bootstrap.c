@@ -34,8 +34,7 @@ double kk__stats_boot_median(const double *sorted, size_t n, uint32_t *counts, k
 
 void kk__stats_boot_medians(const double *sorted, size_t n, int resamples, kk__rng *rng,
                             uint32_t *counts, double *medians) {
-    for (int b = 0; b < resamples; b++)
-        medians[b] = kk__stats_boot_median(sorted, n, counts, rng);
+    for (int b = 0; b < resamples; b++) medians[b] = kk__stats_boot_median(sorted, n, counts, rng);
 }
 
 /* Bootstrap the median of `sorted` (B = resamples) into medians[], then give the
@@ -56,8 +55,8 @@ kk_status kk_stats_summarize(const double *x, size_t n, uint64_t seed, int resam
     int b = 0;
     kk_status st = kk__stats_check_sample(__func__, "x", x, n, 0);
     if (!st)
-        st = kk__stats_check_resamples(__func__, "resamples", resamples,
-                                       KK_STATS_DEFAULT_RESAMPLES, KK_STATS_MIN_RESAMPLES, &b);
+        st = kk__stats_check_resamples(__func__, "resamples", resamples, KK_STATS_DEFAULT_RESAMPLES,
+                                       KK_STATS_MIN_RESAMPLES, &b);
     if (!st) st = KK__CHECK_NOT_NULL(out);
     if (st) return st;
 
@@ -98,8 +97,8 @@ kk_status kk_stats_median_rse(const double *x, size_t n, uint64_t seed, int resa
     int b = 0;
     kk_status st = kk__stats_check_sample(__func__, "x", x, n, 0);
     if (!st)
-        st = kk__stats_check_resamples(__func__, "resamples", resamples,
-                                       KK_STATS_RSE_RESAMPLES, KK_STATS_RSE_MIN_RESAMPLES, &b);
+        st = kk__stats_check_resamples(__func__, "resamples", resamples, KK_STATS_RSE_RESAMPLES,
+                                       KK_STATS_RSE_MIN_RESAMPLES, &b);
     if (!st) st = KK__CHECK_NOT_NULL(rse);
     if (st) return st;
 

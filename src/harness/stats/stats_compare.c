@@ -53,9 +53,9 @@ static kk_status check_options(const char *fn, const kk_compare_options *in,
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, "opt->confidence",
                              "0.5 <= confidence < 1", "%g", opt->confidence);
     int b = 0;
-    kk_status st = kk__stats_check_resamples(fn, "opt->resamples", opt->resamples,
-                                             KK_STATS_DEFAULT_RESAMPLES,
-                                             KK_STATS_MIN_RESAMPLES, &b);
+    kk_status st =
+        kk__stats_check_resamples(fn, "opt->resamples", opt->resamples, KK_STATS_DEFAULT_RESAMPLES,
+                                  KK_STATS_MIN_RESAMPLES, &b);
     if (st) return st;
     opt->resamples = b;
     return KK_OK;
@@ -109,8 +109,8 @@ kk_status kk_stats_compare(const double *base, size_t nb, const double *cand, si
     if ((st = kk__stats_mwu_from_counts(__func__, &rc, nc, nb, KK_MWU_AUTO, &r.mwu))) return st;
     r.cliffs_delta = kk__stats_delta_from_counts(&rc, nc, nb);
     r.effect = kk_cliffs_magnitude(r.cliffs_delta);
-    r.verdict = kk_compare_verdict(r.ratio_ci_low, r.ratio_ci_high, r.mwu.p_value, o.threshold,
-                                   o.alpha);
+    r.verdict =
+        kk_compare_verdict(r.ratio_ci_low, r.ratio_ci_high, r.mwu.p_value, o.threshold, o.alpha);
     r.options = o;
     *out = r;
     return KK_OK;

@@ -59,8 +59,8 @@ void kk__stats_rank_counts(const double *xs, size_t nx, const double *ys, size_t
                            kk__rank_counts *out);
 
 /* Mann-Whitney U from the counts (see kk_mann_whitney_u). */
-kk_status kk__stats_mwu_from_counts(const char *fn, const kk__rank_counts *rc, size_t nx,
-                                    size_t ny, kk_mwu_method method, kk_mwu_result *out);
+kk_status kk__stats_mwu_from_counts(const char *fn, const kk__rank_counts *rc, size_t nx, size_t ny,
+                                    kk_mwu_method method, kk_mwu_result *out);
 
 /* Cliff's delta from the counts. */
 double kk__stats_delta_from_counts(const kk__rank_counts *rc, size_t nx, size_t ny);

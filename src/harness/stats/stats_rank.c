@@ -72,14 +72,13 @@ static kk_status exact_sf(const char *fn, size_t m, size_t n, uint64_t u_obs, do
     return KK_OK;
 }
 
-kk_status kk__stats_mwu_from_counts(const char *fn, const kk__rank_counts *rc, size_t nx,
-                                    size_t ny, kk_mwu_method method, kk_mwu_result *out) {
+kk_status kk__stats_mwu_from_counts(const char *fn, const kk__rank_counts *rc, size_t nx, size_t ny,
+                                    kk_mwu_method method, kk_mwu_result *out) {
     double pairs = (double)nx * (double)ny;
     int exact_ok = !rc->has_ties && pairs <= (double)KK_MWU_EXACT_MAX_PAIRS;
     if (method != KK_MWU_AUTO && method != KK_MWU_EXACT && method != KK_MWU_ASYMPTOTIC)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, "method",
-                             "KK_MWU_AUTO, KK_MWU_EXACT or KK_MWU_ASYMPTOTIC", "%d",
-                             (int)method);
+                             "KK_MWU_AUTO, KK_MWU_EXACT or KK_MWU_ASYMPTOTIC", "%d", (int)method);
     if (method == KK_MWU_EXACT && !exact_ok)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, "method",
                              "KK_MWU_AUTO or KK_MWU_ASYMPTOTIC when values are tied or "
@@ -118,8 +117,8 @@ kk_status kk__stats_mwu_from_counts(const char *fn, const kk__rank_counts *rc, s
 }
 
 /* Validate two samples and sort copies of them into one scratch buffer. */
-static kk_status sorted_pair(const char *fn, const double *x, size_t nx, const double *y,
-                             size_t ny, double **buf) {
+static kk_status sorted_pair(const char *fn, const double *x, size_t nx, const double *y, size_t ny,
+                             double **buf) {
     kk_status st = kk__stats_check_sample(fn, "x", x, nx, 0);
     if (!st) st = kk__stats_check_sample(fn, "y", y, ny, 0);
     if (!st) st = kk__stats_alloc(fn, nx + ny, 0, buf, NULL);
@@ -143,8 +142,7 @@ kk_status kk_mann_whitney_u(const double *x, size_t nx, const double *y, size_t 
     return kk__stats_mwu_from_counts(__func__, &rc, nx, ny, method, out);
 }
 
-kk_status kk_cliffs_delta(const double *x, size_t nx, const double *y, size_t ny,
-                          double *delta) {
+kk_status kk_cliffs_delta(const double *x, size_t nx, const double *y, size_t ny, double *delta) {
     kk_status st = KK__CHECK_NOT_NULL(delta);
     double *buf = NULL;
     if (!st) st = sorted_pair(__func__, x, nx, y, ny, &buf);

@@ -13,8 +13,7 @@ kk_status kk__stats_check_sample(const char *fn, const char *name, const double 
     char arg[64];
     if (n == 0 || n > KK_STATS_MAX_SAMPLES) {
         snprintf(arg, sizeof arg, "length of %s", name);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, arg, "1 .. 4294967295 values", "%zu",
-                             n);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, arg, "1 .. 4294967295 values", "%zu", n);
     }
     for (size_t i = 0; i < n; i++) {
         if (isfinite(x[i]) && (!positive || x[i] > 0.0)) continue;
@@ -35,8 +34,7 @@ kk_status kk__stats_check_resamples(const char *fn, const char *arg, int resampl
         char expected[96];
         snprintf(expected, sizeof expected, "0 (default %d) or %d .. %d", dflt, min_b,
                  KK_STATS_MAX_RESAMPLES);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, arg, expected, "%d",
-                             resamples);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, fn, arg, expected, "%d", resamples);
     }
     *out = resamples;
     return KK_OK;
@@ -112,16 +110,14 @@ void kk__stats_mean_stdev(const double *x, size_t n, double *mean, double *stdev
 
 kk_status kk__stats_alloc(const char *fn, size_t n_doubles, size_t n_u32, double **doubles,
                           uint32_t **u32s) {
-    if (n_doubles > (SIZE_MAX / 2) / sizeof(double) ||
-        n_u32 > (SIZE_MAX / 2) / sizeof(uint32_t))
+    if (n_doubles > (SIZE_MAX / 2) / sizeof(double) || n_u32 > (SIZE_MAX / 2) / sizeof(uint32_t))
         return kk__error(KK_ERR_OUT_OF_MEMORY, fn, "scratch for %zu + %zu values overflows",
                          n_doubles, n_u32);
     size_t bytes = n_doubles * sizeof(double) + n_u32 * sizeof(uint32_t);
     /* doubles first, so the uint32 part stays aligned */
     void *p = malloc(bytes ? bytes : 1);
     if (!p)
-        return kk__error(KK_ERR_OUT_OF_MEMORY, fn, "cannot allocate %zu bytes of scratch",
-                         bytes);
+        return kk__error(KK_ERR_OUT_OF_MEMORY, fn, "cannot allocate %zu bytes of scratch", bytes);
     *doubles = (double *)p;
     if (u32s) *u32s = (uint32_t *)((double *)p + n_doubles);
     return KK_OK;

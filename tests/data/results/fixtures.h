@@ -37,7 +37,7 @@ typedef struct fx_entry {
     double flops, bytes, tflops;  /* tflops: the throughput the median gives */
     double threshold, noise;      /* noise: relative sd of the samples */
     int n;
-    const char *act;              /* a string parameter "act", or NULL */
+    const char *act; /* a string parameter "act", or NULL */
 } fx_entry;
 
 static uint64_t fx_state;
@@ -125,8 +125,13 @@ static int fx_add(kk_bench_results *r, const fx_entry *f, double scale, uint64_t
     m.throttle_detection = 1;
     m.sm_clock_min_mhz = clock;
     m.sm_clock_mean_mhz = clock;
-    kk_bench_spec s = {.name = f->name, .op = f->op, .dtype = "bf16", .params = p,
-                       .nparams = np, .flops = f->flops, .bytes = f->bytes,
+    kk_bench_spec s = {.name = f->name,
+                       .op = f->op,
+                       .dtype = "bf16",
+                       .params = p,
+                       .nparams = np,
+                       .flops = f->flops,
+                       .bytes = f->bytes,
                        .threshold = f->threshold};
     kk_status st = kk_bench_results_add(r, &s, &m);
     free(m.samples);
@@ -134,35 +139,169 @@ static int fx_add(kk_bench_results *r, const fx_entry *f, double scale, uint64_t
 }
 
 /* attention forward: 4 B H S^2 D FLOPs, q k v o read/written once in bf16 */
-#define ATT(B, S) 4.0 * B * 16 * S * S * 128, 4.0 * B * 16 * S * 128 * 2
+#define ATT(B, S) 4.0 * B * 16 * S *S * 128, 4.0 * B * 16 * S * 128 * 2
 static const fx_entry k_fx[] = {
-    {FX_SAME, "gemm", "", "M N K", {1024, 1024, 1024}, 2.0 * 1024 * 1024 * 1024,
-     6.0 * 1024 * 1024, 300, 0, 0.005, 50, NULL},
-    {FX_SLOWER, "gemm", "", "M N K", {2048, 2048, 2048}, 2.0 * 2048 * 2048 * 2048,
-     6.0 * 2048 * 2048, 550, 0, 0.005, 50, NULL},
-    {FX_FASTER, "gemm", "", "M N K", {4096, 4096, 4096}, 2.0 * 4096 * 4096 * 4096,
-     6.0 * 4096 * 4096, 700, 0, 0.005, 50, NULL},
-    {FX_ANCHOR_CUBLAS, "gemm", "", "M N K", {4096, 4096, 4096}, 2.0 * 4096 * 4096 * 4096,
-     6.0 * 4096 * 4096, 760, 0, 0.005, 50, NULL},
-    {"attention/B=32,H=16,S=512,D=128", "attention", "", "B H S D", {32, 16, 512, 128},
-     ATT(32, 512), 300, 0, 0.005, 50, NULL},
-    {FX_NOISY, "attention", "", "B H S D", {8, 16, 2048, 128}, ATT(8, 2048), 450, 0, 0.005, 50, NULL},
-    {"attention/B=2,H=16,S=8192,D=128", "attention", "", "B H S D", {2, 16, 8192, 128},
-     ATT(2, 8192), 500, 0, 0.005, 50, NULL},
-    {"anchor/torch_sdpa_flash/attention/B=32,H=16,S=512,D=128", "attention", "torch_sdpa_flash",
-     "B H S D", {32, 16, 512, 128}, ATT(32, 512), 288, 0, 0.005, 50, NULL},
-    {FX_ANCHOR_FLASH, "attention", "torch_sdpa_flash", "B H S D", {8, 16, 2048, 128},
-     ATT(8, 2048), 340, 0, 0.005, 50, NULL},
-    {"anchor/torch_sdpa_flash/attention/B=2,H=16,S=8192,D=128", "attention", "torch_sdpa_flash",
-     "B H S D", {2, 16, 8192, 128}, ATT(2, 8192), 352, 0, 0.005, 50, NULL},
-    {"anchor/torch_sdpa_cudnn/attention/B=8,H=16,S=2048,D=128", "attention", "torch_sdpa_cudnn",
-     "B H S D", {8, 16, 2048, 128}, ATT(8, 2048), 628, 0, 0.005, 50, NULL},
-    {FX_OVERRIDE, "linear", "", "M N K", {4096, 16384, 4096}, 2.0 * 4096 * 16384 * 4096,
-     2.0 * (4096.0 * 4096 + 16384.0 * 4096 + 4096.0 * 16384), 650, 0.10, 0.005, 50, NULL},
-    {FX_ONLY_BASE, "nvfp4_gemv", "", "M K L", {7168, 16384, 1}, 2.0 * 7168 * 16384,
-     7168.0 * 16384 / 2 + 7168.0 * 16384 / 16, 12.4, 0, 0.005, 50, NULL},
-    {FX_ONLY_NEW, "attention_decode", "", "B KV", {16, 8192}, 4.0 * 16 * 32 * 8192 * 128,
-     2.0 * 16 * 32 * 8192 * 128 * 2, 8, 0, 0.005, 50, NULL},
+    {FX_SAME,
+     "gemm",
+     "",
+     "M N K",
+     {1024, 1024, 1024},
+     2.0 * 1024 * 1024 * 1024,
+     6.0 * 1024 * 1024,
+     300,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_SLOWER,
+     "gemm",
+     "",
+     "M N K",
+     {2048, 2048, 2048},
+     2.0 * 2048 * 2048 * 2048,
+     6.0 * 2048 * 2048,
+     550,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_FASTER,
+     "gemm",
+     "",
+     "M N K",
+     {4096, 4096, 4096},
+     2.0 * 4096 * 4096 * 4096,
+     6.0 * 4096 * 4096,
+     700,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_ANCHOR_CUBLAS,
+     "gemm",
+     "",
+     "M N K",
+     {4096, 4096, 4096},
+     2.0 * 4096 * 4096 * 4096,
+     6.0 * 4096 * 4096,
+     760,
+     0,
+     0.005,
+     50,
+     NULL},
+    {"attention/B=32,H=16,S=512,D=128",
+     "attention",
+     "",
+     "B H S D",
+     {32, 16, 512, 128},
+     ATT(32, 512),
+     300,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_NOISY,
+     "attention",
+     "",
+     "B H S D",
+     {8, 16, 2048, 128},
+     ATT(8, 2048),
+     450,
+     0,
+     0.005,
+     50,
+     NULL},
+    {"attention/B=2,H=16,S=8192,D=128",
+     "attention",
+     "",
+     "B H S D",
+     {2, 16, 8192, 128},
+     ATT(2, 8192),
+     500,
+     0,
+     0.005,
+     50,
+     NULL},
+    {"anchor/torch_sdpa_flash/attention/B=32,H=16,S=512,D=128",
+     "attention",
+     "torch_sdpa_flash",
+     "B H S D",
+     {32, 16, 512, 128},
+     ATT(32, 512),
+     288,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_ANCHOR_FLASH,
+     "attention",
+     "torch_sdpa_flash",
+     "B H S D",
+     {8, 16, 2048, 128},
+     ATT(8, 2048),
+     340,
+     0,
+     0.005,
+     50,
+     NULL},
+    {"anchor/torch_sdpa_flash/attention/B=2,H=16,S=8192,D=128",
+     "attention",
+     "torch_sdpa_flash",
+     "B H S D",
+     {2, 16, 8192, 128},
+     ATT(2, 8192),
+     352,
+     0,
+     0.005,
+     50,
+     NULL},
+    {"anchor/torch_sdpa_cudnn/attention/B=8,H=16,S=2048,D=128",
+     "attention",
+     "torch_sdpa_cudnn",
+     "B H S D",
+     {8, 16, 2048, 128},
+     ATT(8, 2048),
+     628,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_OVERRIDE,
+     "linear",
+     "",
+     "M N K",
+     {4096, 16384, 4096},
+     2.0 * 4096 * 16384 * 4096,
+     2.0 * (4096.0 * 4096 + 16384.0 * 4096 + 4096.0 * 16384),
+     650,
+     0.10,
+     0.005,
+     50,
+     NULL},
+    {FX_ONLY_BASE,
+     "nvfp4_gemv",
+     "",
+     "M K L",
+     {7168, 16384, 1},
+     2.0 * 7168 * 16384,
+     7168.0 * 16384 / 2 + 7168.0 * 16384 / 16,
+     12.4,
+     0,
+     0.005,
+     50,
+     NULL},
+    {FX_ONLY_NEW,
+     "attention_decode",
+     "",
+     "B KV",
+     {16, 8192},
+     4.0 * 16 * 32 * 8192 * 128,
+     2.0 * 16 * 32 * 8192 * 128 * 2,
+     8,
+     0,
+     0.005,
+     50,
+     NULL},
 };
 #define FX_COUNT (sizeof k_fx / sizeof k_fx[0])
 
@@ -174,13 +313,17 @@ static int fx_write(const char *dir, const char *file, int which) {
            which == 2 ? "570.86.15" : "580.159.04");
     kk_bench_results *r;
     if (kk_bench_results_create(&env, &r)) return -1;
-    kk_bench_ceilings c = {.copy_gbs = 4100, .read_gbs = 4300, .bf16_tflops = 801,
-                           .fp8_tflops = 1317, .fp32_tflops = 60};
+    kk_bench_ceilings c = {.copy_gbs = 4100,
+                           .read_gbs = 4300,
+                           .bf16_tflops = 801,
+                           .fp8_tflops = 1317,
+                           .fp32_tflops = 60};
     int bad = kk_bench_results_set_ceilings(r, &c) != KK_OK;
     for (size_t i = 0; i < FX_COUNT && !bad; i++) {
         fx_entry f = k_fx[i];
         const char *n = f.name;
-        if ((which == 1 && strcmp(n, FX_ONLY_BASE) == 0) || (which != 1 && strcmp(n, FX_ONLY_NEW) == 0))
+        if ((which == 1 && strcmp(n, FX_ONLY_BASE) == 0) ||
+            (which != 1 && strcmp(n, FX_ONLY_NEW) == 0))
             continue;
         double scale = 1;
         uint64_t seed = 1000 + i + (which == 1 && strcmp(n, FX_SAME) != 0 ? 500 : 0);
@@ -204,10 +347,11 @@ static int fx_write_hostile(const char *dir) {
     kk_bench_results *r;
     if (kk_bench_results_create(&env, &r)) return -1;
     /* a KernelKit entry and a name-convention anchor of the same work */
-    fx_entry f = {FX_HOSTILE, "<i>op</i>|x", "kernelkit", "M", {64}, 1e9, 1e6, 10, 0,
-                  0.005, 20, "</code><script>"};
-    fx_entry g = {"anchor/<evil>&amp;/gemm", "<i>op</i>|x", "", "M", {64}, 1e9, 1e6, 12, 0,
-                  0.005, 20, "</code><script>"};
+    fx_entry f = {FX_HOSTILE, "<i>op</i>|x",    "kernelkit", "M", {64}, 1e9, 1e6, 10, 0, 0.005,
+                  20,         "</code><script>"};
+    fx_entry g = {
+        "anchor/<evil>&amp;/gemm", "<i>op</i>|x", "", "M", {64}, 1e9, 1e6, 12, 0, 0.005, 20,
+        "</code><script>"};
     char path[1024];
     snprintf(path, sizeof path, "%s/hostile.json", dir);
     int bad = fx_add(r, &f, 1, 7, 1980) || fx_add(r, &g, 1, 8, 1980) ||

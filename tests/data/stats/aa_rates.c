@@ -52,8 +52,8 @@ int main(void) {
                 faster += r.verdict == KK_VERDICT_FASTER;
                 same += r.verdict == KK_VERDICT_SAME;
             }
-            printf("noise %.3f n %3zu: SLOWER %d FASTER %d SAME %d of %d\n", noises[k],
-                   sizes[m], slower, faster, same, SEEDS);
+            printf("noise %.3f n %3zu: SLOWER %d FASTER %d SAME %d of %d\n", noises[k], sizes[m],
+                   slower, faster, same, SEEDS);
         }
     return 0;
 }
