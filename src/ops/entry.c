@@ -80,25 +80,12 @@ kk_status kk__entry_run(const kk_op_params *p, const kk_tensor *const *tensors, 
     return invalid == KK_OK ? st : rename_error(p, args, nargs, invalid);
 }
 
-kk_op_kernel_fn kk__entry_adapter(const char *name) {
-    static const struct {
-        const char *op;
-        kk_op_kernel_fn adapter;
-    } adapters[] = {
-        {"gemm", kk__gemm_entry},
-        {"linear", kk__linear_entry},
-        {"attention", kk__attention_entry},
-        {"attention_varlen", kk__attention_varlen_entry},
-        {"nvfp4_gemv", kk__nvfp4_gemv_entry},
-        {"rmsnorm", kk__rmsnorm_entry},
-        {"layernorm", kk__layernorm_entry},
-        {"softmax", kk__softmax_entry},
-        {"rope", kk__rope_entry},
-        {"fp8_gemm", kk__fp8_gemm_entry},
-        {"nvfp4_gemm", kk__nvfp4_gemm_entry},
-        {"convert", kk__convert_entry},
+kk_op_kernel_fn kk__entry_adapter(const kk_op *op) {
+    /* every op has a typed entry point, so every op of the op table an adapter */
+    static const kk_op_kernel_fn adapters[KK__OP_COUNT] = {
+#define KK_OP(name) [KK__OP_ID_##name] = kk__##name##_entry,
+#include "opdef/op_list.h"
+#undef KK_OP
     };
-    for (size_t k = 0; name && k < sizeof adapters / sizeof adapters[0]; k++)
-        if (strcmp(adapters[k].op, name) == 0) return adapters[k].adapter;
-    return NULL;
+    return op && op->id >= 0 && op->id < KK__OP_COUNT ? adapters[op->id] : NULL;
 }

@@ -60,20 +60,12 @@ kk_status kk__entry_run(const kk_op_params *p, const kk_tensor *const *tensors, 
  * kk_op_tensors order) and the scalar options of its parameters, so that
  * kk_op_host_overhead can time the entry point beside kk_op_run on the same
  * case. They have a kernel slot's signature; they live in src/ops/<op>.c. */
-kk_status kk__gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__linear_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__attention_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__attention_varlen_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__nvfp4_gemv_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__rmsnorm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__layernorm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__softmax_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__rope_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__fp8_gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__nvfp4_gemm_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
-kk_status kk__convert_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+#define KK_OP(name)                                                                                \
+    kk_status kk__##name##_entry(const kk_op_params *p, kk_tensor *const *t, kk_stream stream);
+#include "opdef/op_list.h"
+#undef KK_OP
 
-/* The adapter of op `name`; NULL when the op has no typed entry point. */
-kk_op_kernel_fn kk__entry_adapter(const char *name);
+/* The adapter of `op` (NULL for NULL). */
+kk_op_kernel_fn kk__entry_adapter(const kk_op *op);
 
 #endif

@@ -130,7 +130,7 @@ kk_status kk_op_host_overhead(const kk_case *c, const char *device, size_t sampl
     /* The entry point beside kk_op_run, both with the do-nothing kernel. */
     overhead_job pair[2] = {j, j};
     kk_bench_measurement *pair_out[2] = {out->dispatch, out->entry};
-    pair[1].entry = out->entry ? kk__entry_adapter(c->params.op->name) : NULL;
+    pair[1].entry = out->entry ? kk__entry_adapter(c->params.op) : NULL;
     const int npair = pair[1].entry ? 2 : 1;
     /* On a GPU the whole measurement runs with the tensors' device current
      * (kk_op_run's fast path) and launches on a non-blocking stream. */
