@@ -5,7 +5,8 @@
 #                checks of every op with a CUDA kernel on fresh seeds;
 #                compute-sanitizer memcheck and racecheck on the CUDA tests
 #   PART=bench   build COMMIT (before/) and HEAD; the attention and nvfp4_gemv
-#                suites with each, alternating; kernelkit compare before after
+#                suites with each, alternating; kernelkit compare before after;
+#                HEAD's host overhead (kk_op_run and each typed entry point)
 # Everything comes back in $OUT/restructure-<part>.tgz.
 set -uo pipefail
 out=${OUT:-/tmp/kk-out}
@@ -80,4 +81,7 @@ if [ "$part" = bench ]; then
       --json "$LOGS/compare-$suite.json" > "$LOGS/compare-$suite.txt" 2>&1
     echo "compare $suite: exit $?"; tail -8 "$LOGS/compare-$suite.txt"
   done
+  ./build-after/kernelkit bench --device cuda:0 --host-overhead -o "$LOGS/host-overhead.json" \
+    > "$LOGS/host-overhead.txt" 2>&1
+  echo "host overhead: exit $?"; cat "$LOGS/host-overhead.txt"
 fi
