@@ -78,6 +78,19 @@ static void linear_every_activation(void **state) {
             }
 }
 
+/* The residual is added after the activation, for every dtype, with and
+ * without bias, and for SwiGLU too. */
+static void linear_residual(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 3; d++)
+        for (size_t a = 0; a < 6; a += 2) {
+            char text[192];
+            snprintf(text, sizeof text, "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=1",
+                     19 + (int)a, 130 + (int)d, 45, (int)(a / 2 % 2), acts[a], dtypes[d]);
+            expect_pass(find("linear"), text, 3000u + 7 * (unsigned)a + (unsigned)d);
+        }
+}
+
 /* Blocks of 5 rows and panels of 7 weight rows: every product is cut into
  * pieces whose edges fall anywhere, for every dtype and for both weights of
  * SwiGLU; with M = 1 the one row is split into epilogue chunks instead. */
@@ -166,6 +179,18 @@ static kk_status wrong_swiglu(const kk_op_params *p, kk_tensor *const *t, kk_str
     return kk__linear_cpu(p, swapped, s);
 }
 
+/* The real kernel told there is no residual: y misses r. */
+static kk_status wrong_residual(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_op_params q = *p;
+    q.i[KK__LIN_RESIDUAL] = 0;
+    const kk__linear_layout l = kk__linear_layout_of(p);
+    kk_tensor *v[KK_OP_MAX_TENSORS];
+    int n = 0;
+    for (int k = 0; k < l.count; k++)
+        if (k != l.residual) v[n++] = t[k];
+    return kk__linear_cpu(&q, v, s);
+}
+
 /* The real kernel told K - 1: each sum misses a term, and a and b are read
  * with the wrong row stride. */
 static kk_status wrong_k(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
@@ -207,6 +232,9 @@ static void wrong_kernels_fail(void **state) {
         snprintf(text, sizeof text, "M=8 N=16 K=32 bias=0 activation=swiglu dtype=%s", dtypes[d]);
         expect_fail(&row, text, 5 + d);
     }
+    row = with_kernel("linear", wrong_residual);
+    expect_fail(&row, "M=10 N=20 K=30 bias=1 activation=silu dtype=bf16 residual=1", 8);
+    expect_pass(&row, "M=10 N=20 K=30 bias=1 activation=silu dtype=bf16 residual=0", 8);
     row = with_kernel("gemm", wrong_k);
     expect_fail(&row, "M=20 N=21 K=300 dtype=f32", 6);
 }
@@ -249,9 +277,10 @@ static void math_matches_libm(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(gemm_odd_shapes),    cmocka_unit_test(linear_every_activation),
-        cmocka_unit_test(every_block_edge),   cmocka_unit_test(any_thread_count),
-        cmocka_unit_test(wrong_kernels_fail), cmocka_unit_test(math_matches_libm),
+        cmocka_unit_test(gemm_odd_shapes),   cmocka_unit_test(linear_every_activation),
+        cmocka_unit_test(linear_residual),   cmocka_unit_test(every_block_edge),
+        cmocka_unit_test(any_thread_count),  cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(math_matches_libm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,6 +72,41 @@ static void linear_applies_bias_and_activation(void **state) {
     kk_tensor_destroy(ty);
 }
 
+/* y = relu(x.w^T + b) + r, in place (r is y) as the o_proj of a layer does;
+ * a NULL residual and a wrong shape are named. */
+static void linear_residual_adds_after_the_activation(void **state) {
+    (void)state;
+    enum { M = 3, N = 4, K = 9 };
+    float x[M * K], w[N * K], bias[N], y[M * N], r[M * N];
+    fill(x, M * K, 13);
+    fill(w, N * K, 14);
+    fill(bias, N, 15);
+    fill(y, M * N, 16);
+    memcpy(r, y, sizeof r);
+    kk_tensor *tx = f32(2, (int64_t[]){M, K}, x), *tw = f32(2, (int64_t[]){N, K}, w),
+              *tb = f32(1, (int64_t[]){N}, bias), *ty = f32(2, (int64_t[]){M, N}, y),
+              *tbad = f32(2, (int64_t[]){N, M}, r);
+    kk_assert_ok(kk_linear_residual(tx, tw, tb, ty, ty, KK_ACT_RELU, NULL));
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double ref = bias[n];
+            for (int k = 0; k < K; k++) ref += (double)x[m * K + k] * w[n * K + k];
+            ref = (ref > 0 ? ref : 0) + r[m * N + n];
+            assert_true(fabs(y[m * N + n] - ref) <= 1e-4 + 1e-4 * fabs(ref));
+        }
+    kk_assert_status(kk_linear_residual(tx, tw, tb, NULL, ty, KK_ACT_RELU, NULL),
+                     KK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kk_last_error()->argument, "residual");
+    kk_assert_status(kk_linear_residual(tx, tw, tb, tbad, ty, KK_ACT_RELU, NULL),
+                     KK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kk_last_error()->argument, "residual");
+    kk_tensor_destroy(tx);
+    kk_tensor_destroy(tw);
+    kk_tensor_destroy(tb);
+    kk_tensor_destroy(ty);
+    kk_tensor_destroy(tbad);
+}
+
 /* One query row over Sk keys, no mask: o = softmax(q.k^T/sqrt(D)) v. */
 static void attention_matches_loops(void **state) {
     (void)state;
@@ -150,6 +185,12 @@ static kk_status call_linear(const kk_op_params *p, kk_tensor *const *t) {
     const kk_activation act = (kk_activation)kk_op_params_int(p, "activation");
     return kk_op_params_int(p, "bias") ? kk_linear(t[0], t[1], t[2], t[3], act, NULL)
                                        : kk_linear(t[0], t[1], NULL, t[2], act, NULL);
+}
+static kk_status call_linear_residual(const kk_op_params *p, kk_tensor *const *t) {
+    const kk_activation act = (kk_activation)kk_op_params_int(p, "activation");
+    return kk_op_params_int(p, "bias")
+               ? kk_linear_residual(t[0], t[1], t[2], t[3], t[4], act, NULL)
+               : kk_linear_residual(t[0], t[1], NULL, t[2], t[3], act, NULL);
 }
 static kk_status call_swiglu(const kk_op_params *p, kk_tensor *const *t) {
     return kk_op_params_int(p, "bias") ? kk_swiglu(t[0], t[1], t[2], t[3], t[4], t[5], NULL)
@@ -268,6 +309,10 @@ static void every_entry_point_equals_op_run(void **state) {
         {"gemm", "M=5 N=7 K=33 dtype=bf16", call_gemm},
         {"linear", "M=3 N=9 K=17 bias=1 activation=gelu_tanh dtype=f16", call_linear},
         {"linear", "M=3 N=9 K=17 bias=0 activation=relu dtype=f32", call_linear},
+        {"linear", "M=5 N=11 K=19 bias=1 activation=silu dtype=bf16 residual=1",
+         call_linear_residual},
+        {"linear", "M=5 N=11 K=19 bias=0 activation=none dtype=f32 residual=1",
+         call_linear_residual},
         {"linear", "M=4 N=6 K=16 bias=1 activation=swiglu dtype=bf16", call_swiglu},
         {"linear", "M=4 N=6 K=16 bias=0 activation=swiglu dtype=f32", call_swiglu},
         {"attention",
@@ -448,6 +493,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemm_matches_loops),
         cmocka_unit_test(linear_applies_bias_and_activation),
+        cmocka_unit_test(linear_residual_adds_after_the_activation),
         cmocka_unit_test(attention_matches_loops),
         cmocka_unit_test(refuses_bad_tensors),
         cmocka_unit_test(every_entry_point_equals_op_run),

@@ -47,6 +47,13 @@ typedef enum kk_activation {
 KK_API kk_status kk_linear(const kk_tensor *x, const kk_tensor *w, const kk_tensor *bias,
                            kk_tensor *y, kk_activation act, kk_stream stream);
 
+/* y = act(x . w^T + bias) + residual: the o_proj / down_proj pattern of a
+ * decoder layer, the residual [M,N] added after the activation in the same
+ * epilogue. residual may be y itself (y += ...). */
+KK_API kk_status kk_linear_residual(const kk_tensor *x, const kk_tensor *w, const kk_tensor *bias,
+                                    const kk_tensor *residual, kk_tensor *y, kk_activation act,
+                                    kk_stream stream);
+
 /* SwiGLU in one call: y = silu(x . w_gate^T + bias_gate) * (x . w_up^T + bias_up);
  * w_gate, w_up [N,K]; the biases [N] both or neither (NULL). */
 KK_API kk_status kk_swiglu(const kk_tensor *x, const kk_tensor *w_gate, const kk_tensor *w_up,

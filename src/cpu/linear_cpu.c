@@ -13,6 +13,7 @@
 typedef struct linear_ctx {
     int act;
     const float *bias, *bias_up; /* f32, [N]; NULL without bias */
+    const void *residual;        /* [M,N] of dtype; NULL without */
     void *y;
     kk_dtype dtype;
 } linear_ctx;
@@ -41,6 +42,16 @@ KK__VEC_CLONES static void swiglu(float *restrict h, float *restrict u, const fl
     }
 }
 
+/* h[0, cols) += r[at, at + cols), decoded a chunk at a time. */
+static void add_residual(float *restrict h, const void *r, kk_dtype dt, int64_t at, int64_t cols) {
+    float tmp[KK__ROW_CHUNK];
+    for (int64_t j = 0; j < cols; j += KK__ROW_CHUNK) {
+        const int m = kk__row_chunk(cols, j);
+        kk__row_load(r, dt, at + j, tmp, m);
+        for (int i = 0; i < m; i++) h[j + i] += tmp[i];
+    }
+}
+
 KK__VEC_CLONES static void linear_row(const kk__gemm_job *job, float *const *c, int64_t m,
                                       int64_t n0, int64_t cols) {
     const linear_ctx *x = job->ctx;
@@ -56,6 +67,7 @@ KK__VEC_CLONES static void linear_row(const kk__gemm_job *job, float *const *c, 
         if (b) APPLY(identity); /* no bias: nothing to do but round */
         break;
     }
+    if (x->residual) add_residual(h, x->residual, x->dtype, m * job->N + n0, cols);
     kk__cpu_store_row(h, x->y, x->dtype, m * job->N + n0, cols);
 }
 
@@ -74,14 +86,16 @@ kk_status kk__linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s
     const int64_t N = p->i[KK__LIN_N];
     const kk_dtype dt = (kk_dtype)p->i[KK__LIN_DTYPE];
     const int act = (int)p->i[KK__LIN_ACT], glu = act == KK__ACT_SWIGLU;
-    const int has_bias = (int)p->i[KK__LIN_BIAS];
-    /* tensors in kk__linear_describe order: x, w (w_gate, w_up), biases, y */
-    const int nw = glu ? 2 : 1, y_at = 1 + nw + (has_bias ? nw : 0);
+    const kk__linear_layout l = kk__linear_layout_of(p);
+    const int nw = glu ? 2 : 1;
     float *owned[2] = {NULL, NULL};
-    linear_ctx ctx = {.act = act, .y = t[y_at]->data, .dtype = dt};
-    if (has_bias) {
-        ctx.bias = bias_f32(t[1 + nw], N, &owned[0]);
-        if (glu) ctx.bias_up = bias_f32(t[2 + nw], N, &owned[1]);
+    linear_ctx ctx = {.act = act,
+                      .y = t[l.y]->data,
+                      .residual = l.residual >= 0 ? t[l.residual]->data : NULL,
+                      .dtype = dt};
+    if (l.bias >= 0) {
+        ctx.bias = bias_f32(t[l.bias], N, &owned[0]);
+        if (glu) ctx.bias_up = bias_f32(t[l.bias_up], N, &owned[1]);
         if (!ctx.bias || (glu && !ctx.bias_up)) {
             free(owned[0]);
             free(owned[1]);
@@ -96,7 +110,10 @@ kk_status kk__linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s
                               .b = {t[1]->data, glu ? t[2]->data : NULL},
                               .b_dtype = dt,
                               .nweights = nw,
-                              .c_direct = dt == KK_DTYPE_F32 ? (float *)ctx.y : NULL,
+                              /* with a residual the products go to scratch, so that
+                               * r may be y itself (y += ...) */
+                              .c_direct =
+                                  dt == KK_DTYPE_F32 && !ctx.residual ? (float *)ctx.y : NULL,
                               .row = linear_row,
                               .ctx = &ctx};
     st = kk__cpu_gemm_run(&job, "linear");

@@ -1,5 +1,6 @@
-/* Linear + bias + activation: y = act(x . W^T + bias), x [M,K], W [N,K],
- * bias [N], y [M,N] (ANCHORS' Linear). SwiGLU takes two separate weights,
+/* Linear + bias + activation [+ residual]: y = act(x . W^T + bias) + r, x [M,K],
+ * W [N,K], bias [N], r and y [M,N] (ANCHORS' Linear; r is a decoder layer's
+ * residual stream for o_proj and down_proj). SwiGLU takes two separate weights,
  * gate and up, each [N,K] (and with bias=1 two biases, each [N]):
  *   y = silu(x . Wg^T + bg) * (x . Wu^T + bu)
  * which is what a Linear to 2N features followed by SwiGLU computes, with the
@@ -7,6 +8,19 @@
 #include <math.h>
 
 #include "opdef/linear.h"
+
+kk__linear_layout kk__linear_layout_of(const kk_op_params *p) {
+    const int swiglu = p->i[KK__LIN_ACT] == KK__ACT_SWIGLU, bias = (int)p->i[KK__LIN_BIAS];
+    kk__linear_layout l = {.x = 0, .w = 1, .w_up = -1, .bias = -1, .bias_up = -1, .residual = -1};
+    int n = 2;
+    if (swiglu) l.w_up = n++;
+    if (bias) l.bias = n++;
+    if (bias && swiglu) l.bias_up = n++;
+    if (p->i[KK__LIN_RESIDUAL]) l.residual = n++;
+    l.y = n++;
+    l.count = n;
+    return l;
+}
 
 int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out) {
     const int64_t M = p->i[KK__LIN_M], N = p->i[KK__LIN_N], K = p->i[KK__LIN_K];
@@ -18,6 +32,7 @@ int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out) {
     if (swiglu) n += kk__tensor(&out[n], "w_up", dt, 0, 2, (int64_t[]){N, K});
     if (bias) n += kk__tensor(&out[n], swiglu ? "bias_gate" : "bias", dt, 0, 1, &N);
     if (bias && swiglu) n += kk__tensor(&out[n], "bias_up", dt, 0, 1, &N);
+    if (p->i[KK__LIN_RESIDUAL]) n += kk__tensor(&out[n], "residual", dt, 0, 2, (int64_t[]){M, N});
     n += kk__tensor(&out[n], "y", dt, 1, 2, (int64_t[]){M, N});
     return n;
 }
@@ -54,18 +69,19 @@ static double dot_bias(const double *x, const double *w, const double *bias, int
 kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, double *const *out) {
     const int64_t M = p->i[KK__LIN_M], N = p->i[KK__LIN_N], K = p->i[KK__LIN_K];
     const int act = (int)p->i[KK__LIN_ACT], swiglu = act == KK__ACT_SWIGLU;
-    const int has_bias = (int)p->i[KK__LIN_BIAS];
-    /* Inputs in kk__linear_describe order. */
-    const double *x = in[0], *w = in[1], *w_up = swiglu ? in[2] : NULL;
-    const double *bias = has_bias ? in[swiglu ? 3 : 2] : NULL;
-    const double *bias_up = has_bias && swiglu ? in[4] : NULL;
+    const kk__linear_layout l = kk__linear_layout_of(p);
+    const double *x = in[l.x], *w = in[l.w], *w_up = swiglu ? in[l.w_up] : NULL;
+    const double *bias = l.bias >= 0 ? in[l.bias] : NULL;
+    const double *bias_up = l.bias_up >= 0 ? in[l.bias_up] : NULL;
+    const double *r = l.residual >= 0 ? in[l.residual] : NULL;
     double *y = out[0];
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             const double h = dot_bias(x, w, bias, m, n, K);
             y[m * N + n] =
-                swiglu ? kk__activation_f64(KK__ACT_SILU, h) * dot_bias(x, w_up, bias_up, m, n, K)
-                       : kk__activation_f64(act, h);
+                (swiglu ? kk__activation_f64(KK__ACT_SILU, h) * dot_bias(x, w_up, bias_up, m, n, K)
+                        : kk__activation_f64(act, h)) +
+                (r ? r[m * N + n] : 0.0);
         }
     return KK_OK;
 }
@@ -80,12 +96,13 @@ static const kk_op_param linear_params[KK__LIN_NPARAMS] = {
     [KK__LIN_ACT] = KK__P_ENUM("activation", activations, KK__ACT_NONE, "applied after the bias"),
     [KK__LIN_DTYPE] =
         KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of every tensor"),
+    [KK__LIN_RESIDUAL] = KK__P_BOOL("residual", 0, "add a residual r [M,N] after the activation"),
 };
 
 const kk_op kk__op_linear = {
     .id = KK__OP_ID_linear,
     .name = "linear",
-    .summary = "y = act(x . W^T + bias); swiglu: silu(x.Wg^T + bg) * (x.Wu^T + bu)",
+    .summary = "y = act(x . W^T + bias) [+ r]; swiglu: silu(x.Wg^T + bg) * (x.Wu^T + bu)",
     .nparams = KK__LIN_NPARAMS,
     .params = linear_params,
     .describe = kk__linear_describe,

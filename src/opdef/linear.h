@@ -4,7 +4,16 @@
 
 #include "opdef/opdef.h"
 
-enum { KK__LIN_M, KK__LIN_N, KK__LIN_K, KK__LIN_BIAS, KK__LIN_ACT, KK__LIN_DTYPE, KK__LIN_NPARAMS };
+enum {
+    KK__LIN_M,
+    KK__LIN_N,
+    KK__LIN_K,
+    KK__LIN_BIAS,
+    KK__LIN_ACT,
+    KK__LIN_DTYPE,
+    KK__LIN_RESIDUAL,
+    KK__LIN_NPARAMS
+};
 /* Indices into the activation enum's choices. */
 enum {
     KK__ACT_NONE,
@@ -18,6 +27,11 @@ enum {
 int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__linear_flops(const kk_op_params *p);
 kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, double *const *out);
+/* Where each tensor of a linear case is in kk_op_tensors order (-1: absent). */
+typedef struct kk__linear_layout {
+    int x, w, w_up, bias, bias_up, residual, y, count;
+} kk__linear_layout;
+kk__linear_layout kk__linear_layout_of(const kk_op_params *p);
 /* The scalar activation (not SwiGLU, which takes two values). */
 double kk__activation_f64(int act, double x);
 
