@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# gemm and linear on a lent GPU, from an export (bash scripts/export-gpu-tree.sh;
+# cd .gpu-tree): build; tests/test_cuda_gemm; the float64-oracle checks on fresh
+# seeds (smoke+correctness, --fuzz 500 in bf16 and f16); compute-sanitizer
+# memcheck, racecheck and synccheck; the gemm suite beside PyTorch (cuBLAS,
+# cuBLASLt's GELU epilogue, eager and compiled SwiGLU) in the same run.
+# PART=checks or PART=bench runs half. Results in $OUT/gemm-<part>.tgz.
+set -uo pipefail
+out=${OUT:-/tmp/kk-out}
+part=${PART:-all}
+LOGS=/tmp/kk-gemm
+mkdir -p "$out" "$LOGS"
+trap 'tar czf "$out/gemm-$part.tgz" -C /tmp kk-gemm' EXIT
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
+ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
+[ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
+nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
+nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$LOGS/nvidia-smi-q.txt" 2>&1
+b=build-gemm
+echo "== build $(cat .commit 2>/dev/null)"
+cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
+  -DKK_GIT_COMMIT_OVERRIDE="$(cat .commit 2>/dev/null)" \
+  -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
+  -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
+  -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$ob" > "$LOGS/build.log" 2>&1 &&
+cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_gemm >> "$LOGS/build.log" 2>&1 ||
+  { grep -E "error" -A3 "$LOGS/build.log" | head -30; exit 1; }
+k=./$b/kernelkit
+
+if [ "$part" != bench ]; then
+  echo "== tests/test_cuda_gemm"
+  ./$b/tests/test_cuda_gemm > "$LOGS/test_cuda_gemm.txt" 2>&1
+  echo "exit $? $(grep -E 'PASSED|FAILED' "$LOGS/test_cuda_gemm.txt" | tr '\n' ' ')"
+  grep -E "^\s+(FAIL|ERROR)" "$LOGS/test_cuda_gemm.txt" | head -5
+  echo "== float64-oracle checks, fresh seeds"
+  for op in gemm linear; do
+    s=$RANDOM
+    timeout 150 $k check --op $op --device cuda:0 --suite smoke,correctness --seed $s > "$LOGS/check-$op.txt" 2>&1
+    echo "$op smoke+correctness seed $s: $(tail -1 "$LOGS/check-$op.txt")"; grep FAIL "$LOGS/check-$op.txt" | head -3
+    s=$RANDOM
+    timeout 150 $k check --op $op --device cuda:0 --fuzz 500 --dtype bf16,f16 --seed $s > "$LOGS/fuzz-$op.txt" 2>&1
+    echo "$op fuzz 500 seed $s: $(tail -1 "$LOGS/fuzz-$op.txt")"; grep FAIL "$LOGS/fuzz-$op.txt" | head -3
+  done
+  echo "== compute-sanitizer"
+  for tool in memcheck racecheck synccheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op linear --device cuda:0 \
+      --suite smoke --dtype bf16,f16 > "$LOGS/san-$tool.txt" 2>&1
+    echo "$tool linear smoke: exit $? $(tail -1 "$LOGS/san-$tool.txt")"
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op gemm --device cuda:0 \
+      --fuzz 20 --dtype bf16 > "$LOGS/san-$tool-gemm.txt" 2>&1
+    echo "$tool gemm fuzz 20: exit $? $(tail -1 "$LOGS/san-$tool-gemm.txt")"
+  done
+fi
+
+if [ "$part" != checks ]; then
+  echo "== the gemm suite beside PyTorch"
+  $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1; tail -7 "$LOGS/calibrate.txt"
+  $k bench --device cuda:0 --suite bench/suites/gemm.json --time-budget ${BUDGET:-3} \
+    -o "$LOGS/gemm-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//'
+  (cd bench && timeout 300 python3 compare_torch_linear.py suites/gemm.json /tmp/gemm-samples.json) \
+    > "$LOGS/torch-gemm.txt" 2>&1; tail -3 "$LOGS/torch-gemm.txt"
+  $k bench --device cuda:0 --import /tmp/gemm-samples.json -o "$LOGS/gemm-torch.json" > /dev/null 2>&1
+  $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
+  grep -E "^\|" "$LOGS/gemm-report.md" | head -40
+fi

@@ -1,0 +1,181 @@
+/* labels: gpu */
+/* gemm and linear on CUDA through the checker (fresh seeded inputs, outputs
+ * poisoned, the float64 reference): odd sizes, K not a multiple of 8 (the
+ * element-load path), every activation, bias, residual and SwiGLU, bf16 and
+ * f16; strided views give the bits of contiguous tensors; f32 is SKIP (the
+ * CUDA slot declines it); a wrong CUDA kernel FAILs. Exits 77 without a GPU. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opdef/all_ops.h"
+
+static const char *const dtypes[] = {"bf16", "f16"};
+static const char *const acts[] = {"none", "relu", "gelu_erf", "gelu_tanh", "silu", "swiglu"};
+
+static kk_case_result run_on_gpu(const kk_op *row, const char *text, uint64_t seed) {
+    kk_case c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test/cuda/%s", kk_op_name(row));
+    kk_assert_ok(kk_op_params_parse(row, text, &c.params));
+    c.seed = seed;
+    c.dist = KK_DIST_FULL;
+    kk_run_options o = {.device = "cuda:0"};
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(&c, &o, &r));
+    print_message("    %-4s %-66s max_rel %.3g l2 %.3g %s\n", kk_case_status_name(r.status), text,
+                  r.max_rel_err, r.rel_l2_err, r.message);
+    return r;
+}
+
+static const kk_op *find(const char *name) {
+    const kk_op *op;
+    kk_assert_ok(kk_op_find(name, &op));
+    return op;
+}
+
+static void expect(const kk_op *row, const char *text, uint64_t seed, kk_case_status want) {
+    const kk_case_result r = run_on_gpu(row, text, seed);
+    assert_int_equal(r.status, want);
+    if (want == KK_CASE_PASS) assert_int_equal(r.outputs[0].unwritten, 0);
+}
+
+static void gemm_sizes_pass(void **state) {
+    (void)state;
+    static const char *const shapes[] = {
+        "M=1 N=1 K=8",      "M=7 N=9 K=16",     "M=33 N=65 K=40",    "M=129 N=130 K=264",
+        "M=300 N=17 K=512", "M=256 N=256 K=256", "M=5 N=300 K=3",    "M=77 N=45 K=129",
+        "M=200 N=1 K=1",    "M=128 N=128 K=1000"};
+    for (size_t d = 0; d < 2; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            char text[128];
+            snprintf(text, sizeof text, "%s dtype=%s", shapes[s], dtypes[d]);
+            expect(find("gemm"), text, 100 + 10 * d + s, KK_CASE_PASS);
+        }
+}
+
+static void linear_every_form_passes(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < 6; a++)
+            for (int form = 0; form < 4; form++) { /* bias x residual */
+                char text[192];
+                const int K = form == 3 ? 97 : 96; /* one odd K per activation */
+                snprintf(text, sizeof text,
+                         "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d",
+                         37 + (int)a, 70 + 3 * form, K, form & 1, acts[a], dtypes[d], form >> 1);
+                expect(find("linear"), text, 1000 + 100 * d + 10 * a + (uint64_t)form,
+                       KK_CASE_PASS);
+            }
+}
+
+static void f32_is_declined(void **state) {
+    (void)state;
+    const kk_case_result r = run_on_gpu(find("gemm"), "M=8 N=8 K=8 dtype=f32", 7);
+    assert_int_equal(r.status, KK_CASE_SKIP);
+    kk_assert_contains(r.message, "bf16 and f16");
+}
+
+/* The real kernels (taken before the swap), one with relu where gelu was
+ * asked, one told K - 8. */
+static kk_op_kernel_fn real_linear, real_gemm;
+
+static kk_status wrong_activation(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_op_params q = *p;
+    q.i[KK__LIN_ACT] = KK__ACT_RELU;
+    return real_linear(&q, t, s);
+}
+
+static kk_status wrong_k(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
+    kk_op_params q = *p;
+    q.i[KK__GEMM_K] -= 8;
+    return real_gemm(&q, t, s);
+}
+
+static void wrong_kernels_fail(void **state) {
+    (void)state;
+    real_linear = kk__op_slot(find("linear"), KK_BACKEND_CUDA).run;
+    real_gemm = kk__op_slot(find("gemm"), KK_BACKEND_CUDA).run;
+    assert_non_null(real_linear);
+    assert_non_null(real_gemm);
+    kk_op row = *find("linear");
+    kk__op_swap(&row, KK_BACKEND_CUDA, wrong_activation);
+    expect(&row, "M=64 N=64 K=64 bias=1 activation=gelu_erf dtype=bf16", 11, KK_CASE_FAIL);
+    expect(&row, "M=64 N=64 K=64 bias=1 activation=relu dtype=bf16", 11, KK_CASE_PASS);
+    kk_op g = *find("gemm");
+    kk__op_swap(&g, KK_BACKEND_CUDA, wrong_k);
+    expect(&g, "M=40 N=40 K=64 dtype=f16", 12, KK_CASE_FAIL);
+}
+
+/* y of x [M, K] viewed in a [M, K + pad] buffer (and y in [M, N + pad]) has
+ * the bits of the contiguous run: pad 8 keeps 16-byte rows, pad 3 takes the
+ * element-load path. */
+static void strided_views_give_the_same_bits(void **state) {
+    (void)state;
+    enum { M = 50, N = 72, K = 64 };
+    const kk_dtype dt = KK_DTYPE_BF16;
+    kk_tensor *x, *w, *y, *hy;
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, K}, &x));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){N, K}, &w));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, N}, &y));
+    kk_assert_ok(kk_tensor_create("cpu", dt, 2, (int64_t[]){M, N}, &hy));
+    uint16_t *hx = malloc(sizeof(uint16_t) * M * (K + 8)), *hw = malloc(sizeof(uint16_t) * N * K);
+    assert_non_null(hx);
+    assert_non_null(hw);
+    for (int i = 0; i < M * (K + 8); i++) hx[i] = (uint16_t)(0x3c00 + (i * 37 % 512) - 256);
+    for (int i = 0; i < N * K; i++) hw[i] = (uint16_t)(0x3c00 + (i * 53 % 512) - 256);
+    kk_tensor *hxt, *hwt;
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 2, (int64_t[]){M, K}, NULL, hx, &hxt));
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 2, (int64_t[]){N, K}, NULL, hw, &hwt));
+    kk_assert_ok(kk_tensor_copy(x, hxt));
+    kk_assert_ok(kk_tensor_copy(w, hwt));
+    kk_assert_ok(kk_linear(x, w, NULL, y, KK_ACT_SILU, NULL));
+    kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+    kk_assert_ok(kk_tensor_copy(hy, y));
+    uint16_t *want = malloc(sizeof(uint16_t) * M * N);
+    assert_non_null(want);
+    memcpy(want, hy->data, sizeof(uint16_t) * M * N);
+    static const int pads[] = {8, 3};
+    for (int pi = 0; pi < 2; pi++) {
+        const int pad = pads[pi];
+        kk_tensor *xb, *yb, *xv, *yv, *hyv;
+        kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, K + pad}, &xb));
+        kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, N + pad}, &yb));
+        kk_assert_ok(kk_tensor_slice(xb, 1, 0, K, 1, &xv));
+        kk_assert_ok(kk_tensor_slice(yb, 1, 0, N, 1, &yv));
+        kk_assert_ok(kk_tensor_copy(xv, x));
+        kk_assert_ok(kk_linear(xv, w, NULL, yv, KK_ACT_SILU, NULL));
+        kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+        kk_assert_ok(kk_tensor_create("cpu", dt, 2, (int64_t[]){M, N}, &hyv));
+        kk_assert_ok(kk_tensor_copy(hyv, yv));
+        assert_memory_equal(hyv->data, want, sizeof(uint16_t) * M * N);
+        kk_tensor_destroy(hyv);
+        kk_tensor_destroy(xv);
+        kk_tensor_destroy(yv);
+        kk_tensor_destroy(xb);
+        kk_tensor_destroy(yb);
+    }
+    free(want);
+    free(hx);
+    free(hw);
+    kk_tensor_destroy(hxt);
+    kk_tensor_destroy(hwt);
+    kk_tensor_destroy(x);
+    kk_tensor_destroy(w);
+    kk_tensor_destroy(y);
+    kk_tensor_destroy(hy);
+}
+
+int main(void) {
+    if (kk_test_no_gpu()) return KK_TEST_SKIP;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gemm_sizes_pass),
+        cmocka_unit_test(linear_every_form_passes),
+        cmocka_unit_test(f32_is_declined),
+        cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(strided_views_give_the_same_bits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
