@@ -45,8 +45,8 @@ static void expect(const kk_op *row, const char *text, uint64_t seed, kk_case_st
 static void gemm_sizes_pass(void **state) {
     (void)state;
     static const char *const shapes[] = {
-        "M=1 N=1 K=8",      "M=7 N=9 K=16",     "M=33 N=65 K=40",    "M=129 N=130 K=264",
-        "M=300 N=17 K=512", "M=256 N=256 K=256", "M=5 N=300 K=3",    "M=77 N=45 K=129",
+        "M=1 N=1 K=8",      "M=7 N=9 K=16",      "M=33 N=65 K=40", "M=129 N=130 K=264",
+        "M=300 N=17 K=512", "M=256 N=256 K=256", "M=5 N=300 K=3",  "M=77 N=45 K=129",
         "M=200 N=1 K=1",    "M=128 N=128 K=1000"};
     for (size_t d = 0; d < 2; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -64,8 +64,8 @@ static void linear_every_form_passes(void **state) {
                 char text[192];
                 const int K = form == 3 ? 97 : 96; /* one odd K per activation */
                 snprintf(text, sizeof text,
-                         "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d",
-                         37 + (int)a, 70 + 3 * form, K, form & 1, acts[a], dtypes[d], form >> 1);
+                         "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d", 37 + (int)a,
+                         70 + 3 * form, K, form & 1, acts[a], dtypes[d], form >> 1);
                 expect(find("linear"), text, 1000 + 100 * d + 10 * a + (uint64_t)form,
                        KK_CASE_PASS);
             }

@@ -4,6 +4,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     KK__ATT_B,
     KK__ATT_HQ,
@@ -43,4 +47,7 @@ void kk__attention_fuzz(kk__rng *r, kk_op_params *p, int big);
 
 extern const kk_op kk__op_attention;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

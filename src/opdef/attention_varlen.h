@@ -8,6 +8,10 @@
 
 #include "opdef/attention.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     KK__AVL_NSEQ,
     KK__AVL_HQ,
@@ -72,4 +76,7 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
 
 extern const kk_op kk__op_attention_varlen;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -7,6 +7,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { KK__CVT_N, KK__CVT_SRC, KK__CVT_DST, KK__CVT_NPARAMS };
 
 extern const kk_op_param kk__convert_params[KK__CVT_NPARAMS];
@@ -32,4 +36,7 @@ kk_status kk__convert_check_tensors(const kk_op_params *p, kk_tensor *const *t,
 
 extern const kk_op kk__op_convert;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

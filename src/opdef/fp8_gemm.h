@@ -8,6 +8,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     KK__FP8_M,
     KK__FP8_N,
@@ -44,4 +48,7 @@ kk_status kk__fp8_gemm_reference(const kk_op_params *p, const double *const *in,
 
 extern const kk_op kk__op_fp8_gemm;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -12,6 +12,10 @@
 
 #include "opdef/rmsnorm.h" /* KK__NORM_TOLERANCES: the reasoning is there */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { KK__LN_ROWS, KK__LN_N, KK__LN_EPS, KK__LN_AFFINE, KK__LN_DTYPE, KK__LN_NPARAMS };
 
 extern const kk_op_param kk__layernorm_params[KK__LN_NPARAMS];
@@ -22,4 +26,7 @@ kk_status kk__layernorm_reference(const kk_op_params *p, const double *const *in
 
 extern const kk_op kk__op_layernorm;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

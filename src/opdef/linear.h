@@ -4,6 +4,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     KK__LIN_M,
     KK__LIN_N,
@@ -37,4 +41,7 @@ double kk__activation_f64(int act, double x);
 
 extern const kk_op kk__op_linear;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

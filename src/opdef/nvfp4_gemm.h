@@ -8,6 +8,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { KK__NVG_M, KK__NVG_N, KK__NVG_K, KK__NVG_GLOBAL, KK__NVG_NPARAMS };
 
 extern const kk_op_param kk__nvfp4_gemm_params[KK__NVG_NPARAMS];
@@ -28,4 +32,7 @@ kk_status kk__nvfp4_gemm_reference(const kk_op_params *p, const double *const *i
 
 extern const kk_op kk__op_nvfp4_gemm;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -10,6 +10,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { KK__RMS_ROWS, KK__RMS_N, KK__RMS_EPS, KK__RMS_DTYPE, KK__RMS_NPARAMS };
 
 extern const kk_op_param kk__rmsnorm_params[KK__RMS_NPARAMS];
@@ -47,4 +51,7 @@ kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in, 
 
 extern const kk_op kk__op_rmsnorm;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

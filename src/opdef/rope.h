@@ -7,6 +7,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     KK__ROPE_B,
     KK__ROPE_H,
@@ -57,4 +61,7 @@ int64_t kk__rope_rotary_dim(const kk_op_params *p);
 
 extern const kk_op kk__op_rope;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

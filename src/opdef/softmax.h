@@ -10,6 +10,10 @@
 
 #include "opdef/opdef.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { KK__SMX_ROWS, KK__SMX_N, KK__SMX_SCALE, KK__SMX_DTYPE, KK__SMX_NPARAMS };
 
 extern const kk_op_param kk__softmax_params[KK__SMX_NPARAMS];
@@ -47,4 +51,7 @@ kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in, 
 
 extern const kk_op kk__op_softmax;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -34,7 +34,8 @@ kk_status launch_as(const Args &a, cudaStream_t stream, const char *op) {
     auto kernel = kk_gemm::gemm_kernel<T, GLU, ALIGNED>;
     cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_kernel<T, GLU, ALIGNED>>(L::kSmem);
     if (e == cudaSuccess) {
-        const dim3 grid((unsigned)((a.N + L::BN - 1) / L::BN), (unsigned)((a.M + L::BM - 1) / L::BM));
+        const dim3 grid((unsigned)((a.N + L::BN - 1) / L::BN),
+                        (unsigned)((a.M + L::BM - 1) / L::BM));
         kernel<<<grid, kk_gemm::kThreads, L::kSmem, stream>>>(a);
         e = cudaGetLastError();
     }
@@ -43,9 +44,10 @@ kk_status launch_as(const Args &a, cudaStream_t stream, const char *op) {
                           "launching the gemm kernel failed");
 }
 
-template <typename T> kk_status launch_typed(const Args &a, bool glu, bool aligned, cudaStream_t s,
-                                             const char *op) {
-    if (glu) return aligned ? launch_as<T, true, true>(a, s, op) : launch_as<T, true, false>(a, s, op);
+template <typename T>
+kk_status launch_typed(const Args &a, bool glu, bool aligned, cudaStream_t s, const char *op) {
+    if (glu)
+        return aligned ? launch_as<T, true, true>(a, s, op) : launch_as<T, true, false>(a, s, op);
     return aligned ? launch_as<T, false, true>(a, s, op) : launch_as<T, false, false>(a, s, op);
 }
 
@@ -65,7 +67,7 @@ kk_status run(Args &a, kk_dtype dt, const kk_tensor *const *mats, int nmats, boo
             return kk__error(KK_ERR_UNSUPPORTED, op, "the cuda kernel needs contiguous rows");
     }
     const bool aligned = rows_aligned(a.a, a.lda, a.K) && rows_aligned(a.b0, a.ldb, a.K) &&
-              (!glu || rows_aligned(a.b1, a.ldb, a.K));
+                         (!glu || rows_aligned(a.b1, a.ldb, a.K));
     return dt == KK_DTYPE_BF16 ? launch_typed<__nv_bfloat16>(a, glu, aligned, stream, op)
                                : launch_typed<__half>(a, glu, aligned, stream, op);
 }
@@ -83,12 +85,11 @@ extern "C" kk_status kk__gemm_cuda(const kk_op_params *p, kk_tensor *const *t, k
     a.c = t[2]->data, a.ldc = t[2]->strides[0];
     a.act = kk_gemm::ACT_NONE;
     const kk_tensor *mats[] = {t[0], t[1], t[2]};
-    return run(a, (kk_dtype)p->i[KK__GEMM_DTYPE], mats, 3, false,
-               static_cast<cudaStream_t>(stream), "gemm");
+    return run(a, (kk_dtype)p->i[KK__GEMM_DTYPE], mats, 3, false, static_cast<cudaStream_t>(stream),
+               "gemm");
 }
 
-extern "C" kk_status kk__linear_cuda(const kk_op_params *p, kk_tensor *const *t,
-                                     kk_stream stream) {
+extern "C" kk_status kk__linear_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     const kk__linear_layout l = kk__linear_layout_of(p);
     const bool glu = p->i[KK__LIN_ACT] == KK__ACT_SWIGLU;
     if (!fits_int(p->i[KK__LIN_M], p->i[KK__LIN_N], p->i[KK__LIN_K]))

@@ -13,11 +13,11 @@ namespace kk_gemm {
 enum Act { ACT_NONE, ACT_RELU, ACT_GELU_ERF, ACT_GELU_TANH, ACT_SILU, ACT_SWIGLU };
 
 struct Args {
-    const void *a;           // [M,K], row stride lda
-    const void *b0, *b1;     // [N,K], row stride ldb; b1: SwiGLU's up weight
+    const void *a;             // [M,K], row stride lda
+    const void *b0, *b1;       // [N,K], row stride ldb; b1: SwiGLU's up weight
     const void *bias0, *bias1; // [N] or null
-    const void *res;         // [M,N], row stride ldr, or null
-    void *c;                 // [M,N], row stride ldc
+    const void *res;           // [M,N], row stride ldr, or null
+    void *c;                   // [M,N], row stride ldc
     long long lda, ldb, ldr, ldc;
     int M, N, K, act;
 };
@@ -28,9 +28,9 @@ constexpr int kStages = 4;
 
 template <bool GLU> struct Tile {
     static constexpr int BM = 128, BN = GLU ? 64 : 128;
-    static constexpr int WM = BM / 2, WN = BN / 4; // a warp's share
-    static constexpr int MT = WM / 16, NT = WN / 8;  // mma tiles per warp
-    static constexpr int NB = GLU ? 2 : 1;           // weights
+    static constexpr int WM = BM / 2, WN = BN / 4;  // a warp's share
+    static constexpr int MT = WM / 16, NT = WN / 8; // mma tiles per warp
+    static constexpr int NB = GLU ? 2 : 1;          // weights
     static constexpr int kStageElems = BM * kBK + NB * BN * kBK;
     static constexpr size_t kSmem = (size_t)kStages * kStageElems * 2;
 };
@@ -82,7 +82,8 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void *p) {
 }
 
 template <typename T>
-__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                    uint32_t b1);
 template <>
 __device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
                                                    uint32_t b0, uint32_t b1) {
@@ -118,7 +119,8 @@ __device__ __forceinline__ void load_tile(T *tile, const T *g, long long ld, int
         } else {
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                dst[e] = gr < rows && gk + e < K ? g[(long long)gr * ld + gk + e] : from_f32<T>(0.0f);
+                dst[e] =
+                    gr < rows && gk + e < K ? g[(long long)gr * ld + gk + e] : from_f32<T>(0.0f);
         }
     }
 }
