@@ -44,6 +44,9 @@ if [ "$part" != bench ]; then
   done
   echo "== compute-sanitizer"
   for tool in memcheck racecheck synccheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./$b/tests/test_cuda_gemm \
+      > "$LOGS/san-$tool-test.txt" 2>&1
+    echo "$tool test_cuda_gemm: exit $? $(tail -1 "$LOGS/san-$tool-test.txt")"
     timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op linear --device cuda:0 \
       --suite smoke --dtype bf16,f16 > "$LOGS/san-$tool.txt" 2>&1
     echo "$tool linear smoke: exit $? $(tail -1 "$LOGS/san-$tool.txt")"
@@ -61,6 +64,8 @@ if [ "$part" != checks ]; then
   (cd bench && timeout 300 python3 compare_torch_linear.py suites/gemm.json /tmp/gemm-samples.json) \
     > "$LOGS/torch-gemm.txt" 2>&1; tail -3 "$LOGS/torch-gemm.txt"
   $k bench --device cuda:0 --import /tmp/gemm-samples.json -o "$LOGS/gemm-torch.json" > /dev/null 2>&1
+  KK_GEMM_KERNEL=sm80 $k bench --device cuda:0 --suite bench/suites/gemm.json --quick \
+    -o "$LOGS/gemm-sm80.json" > "$LOGS/bench-sm80.txt" 2>&1
   $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
   grep -E "^\|" "$LOGS/gemm-report.md" | head -40
 fi

@@ -45,9 +45,9 @@ static void expect(const kk_op *row, const char *text, uint64_t seed, kk_case_st
 static void gemm_sizes_pass(void **state) {
     (void)state;
     static const char *const shapes[] = {
-        "M=1 N=1 K=8",      "M=7 N=9 K=16",      "M=33 N=65 K=40", "M=129 N=130 K=264",
-        "M=300 N=17 K=512", "M=256 N=256 K=256", "M=5 N=300 K=3",  "M=77 N=45 K=129",
-        "M=200 N=1 K=1",    "M=128 N=128 K=1000"};
+        "M=1 N=1 K=8",      "M=7 N=9 K=16",       "M=33 N=65 K=40",   "M=129 N=130 K=264",
+        "M=300 N=17 K=512", "M=256 N=256 K=256",  "M=5 N=300 K=3",    "M=77 N=45 K=129",
+        "M=200 N=1 K=1",    "M=128 N=128 K=1000", "M=257 N=513 K=72", "M=512 N=768 K=320"};
     for (size_t d = 0; d < 2; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             char text[128];
@@ -110,10 +110,10 @@ static void wrong_kernels_fail(void **state) {
 }
 
 /* y of x [M, K] viewed in a [M, K + pad] buffer (and y in [M, N + pad]) has
- * the bits of the contiguous run: pad 8 keeps 16-byte rows, pad 3 takes the
- * element-load path. */
-static void strided_views_give_the_same_bits(void **state) {
-    (void)state;
+ * the bits of the contiguous run of the same kernel: pad 8 keeps 16-byte rows
+ * (the Hopper kernel's tensor maps take them), pad 3 takes the sm_80 kernel's
+ * element loads, so with it the sm_80 kernel is forced throughout. */
+static void strided_views(int npads) {
     enum { M = 50, N = 72, K = 64 };
     const kk_dtype dt = KK_DTYPE_BF16;
     kk_tensor *x, *w, *y, *hy;
@@ -138,7 +138,7 @@ static void strided_views_give_the_same_bits(void **state) {
     assert_non_null(want);
     memcpy(want, hy->data, sizeof(uint16_t) * M * N);
     static const int pads[] = {8, 3};
-    for (int pi = 0; pi < 2; pi++) {
+    for (int pi = 0; pi < npads; pi++) {
         const int pad = pads[pi];
         kk_tensor *xb, *yb, *xv, *yv, *hyv;
         kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, K + pad}, &xb));
@@ -168,6 +168,28 @@ static void strided_views_give_the_same_bits(void **state) {
     kk_tensor_destroy(hy);
 }
 
+static void strided_views_give_the_same_bits(void **state) {
+    (void)state;
+    strided_views(1); /* the default kernel: Hopper's on an H100/H200 */
+    setenv("KK_GEMM_KERNEL", "sm80", 1);
+    strided_views(2);
+    unsetenv("KK_GEMM_KERNEL");
+}
+
+/* The sm_80-class kernel forced (on a Hopper GPU the default is the other):
+ * the same checks pass. */
+static void sm80_kernel_passes(void **state) {
+    (void)state;
+    setenv("KK_GEMM_KERNEL", "sm80", 1);
+    expect(find("gemm"), "M=300 N=260 K=264 dtype=bf16", 21, KK_CASE_PASS);
+    expect(find("gemm"), "M=64 N=64 K=64 dtype=f16", 22, KK_CASE_PASS);
+    expect(find("linear"), "M=100 N=130 K=72 bias=1 activation=swiglu dtype=bf16 residual=1", 23,
+           KK_CASE_PASS);
+    expect(find("linear"), "M=129 N=257 K=128 bias=1 activation=gelu_tanh dtype=f16 residual=0", 24,
+           KK_CASE_PASS);
+    unsetenv("KK_GEMM_KERNEL");
+}
+
 int main(void) {
     if (kk_test_no_gpu()) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
@@ -176,6 +198,7 @@ int main(void) {
         cmocka_unit_test(f32_is_declined),
         cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(strided_views_give_the_same_bits),
+        cmocka_unit_test(sm80_kernel_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

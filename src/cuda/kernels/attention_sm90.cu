@@ -14,6 +14,7 @@
 #include "cuda/kernels/attention_sm90.cuh"
 #include "cuda/kernels/attention_sm90_ws.cuh"
 #include "cuda/kernels/launch_util.cuh"
+#include "cuda/kernels/tma_host.cuh"
 
 namespace kk_attn {
 namespace {
@@ -30,31 +31,13 @@ cudaError_t launch(const Params &p, cudaStream_t stream) {
     return cudaGetLastError();
 }
 
-// The driver's cuTensorMapEncodeTiled, through the runtime (no link against
-// libcuda); NULL when the driver lacks it.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-    static std::atomic<void *> fn{nullptr};
-    static std::atomic<bool> looked{false};
-    if (!looked.load(std::memory_order_acquire)) {
-        void *f = nullptr;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                             &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess)
-            f = nullptr, (void)cudaGetLastError();
-        fn.store(f, std::memory_order_relaxed);
-        looked.store(true, std::memory_order_release);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn.load(std::memory_order_relaxed));
-}
-
 // A tensor map of one of Q, K, V: [B][H][S][d] 16-bit elements with the
 // given strides (elements), boxes of 64 columns by box_rows rows, 128-byte
 // swizzle. False when the tensor does not fit the accelerator's rules (16-byte
 // aligned base and strides); the cp.async kernel takes it then.
 bool make_tensor_map(CUtensorMap *map, const void *base, bool bf16, int d, int S, int H, int B,
                      int64_t s_stride, int64_t h_stride, int64_t b_stride, int box_rows) {
-    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = kk_cuda::tensor_map_encoder();
     if (!encode || (reinterpret_cast<uintptr_t>(base) & 15)) return false;
     // A dimension of size 1 is never stepped over: any legal stride does.
     int64_t ss = S > 1 ? s_stride * 2 : ((int64_t)d * 2 + 15) / 16 * 16;

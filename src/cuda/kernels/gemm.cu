@@ -1,15 +1,23 @@
-// The gemm and linear slots on CUDA: their tensors to the kernel's arguments
-// (strides read off the tensors), the choice of kernel, the launch. bf16 and
-// f16; f32 is answered KK_ERR_UNSUPPORTED (the CPU runs it). docs/kernels/gemm.md.
+// The gemm and linear slots on CUDA: their tensors to the kernels' arguments
+// (strides read off the tensors), the choice of kernel (Hopper's where the
+// device and the tensor maps allow, else the sm_80-class one; KK_GEMM_KERNEL=
+// sm80 forces the latter), the launch. bf16 and f16; f32 is answered
+// KK_ERR_UNSUPPORTED (the CPU runs it). docs/kernels/gemm.md.
 #include <cuda_runtime.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <atomic>
+#include <type_traits>
 
 #include "core/error.h"
 #include "cuda/cuda_kernels.h"
 #include "cuda/kernels/gemm_sm80.cuh"
+#include "cuda/kernels/gemm_sm90.cuh"
 #include "cuda/kernels/launch_util.cuh"
+#include "cuda/kernels/tma_host.cuh"
 #include "opdef/gemm.h"
 #include "opdef/linear.h"
 
@@ -44,8 +52,78 @@ kk_status launch_as(const Args &a, cudaStream_t stream, const char *op) {
                           "launching the gemm kernel failed");
 }
 
+// A [rows, K] matrix of 16-bit elements, row stride ld, in boxes of 64
+// columns by box_rows rows with the 128-byte swizzle; false when the
+// accelerator cannot take it (16-byte aligned base and row stride).
+bool matrix_map(CUtensorMap *map, const void *base, bool bf16, int rows, int K, long long ld,
+                int box_rows) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = kk_cuda::tensor_map_encoder();
+    if (!encode || (reinterpret_cast<uintptr_t>(base) & 15) || (ld * 2) % 16 || ld < K)
+        return false;
+    const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {
+        (cuuint64_t)(rows > 1 ? ld * 2 : ((int64_t)K * 2 + 15) / 16 * 16)};
+    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                  const_cast<void *>(base), dims, strides, box, elem_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// sm_90 (compute capability 9.0: the build's sm_90a code runs), once per device.
+bool is_hopper() {
+    static std::atomic<int> cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    int v = cached[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0, minor = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+        v = major == 9 && minor == 0 ? 1 : 2;
+        cached[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+bool sm80_forced() {
+    const char *e = getenv("KK_GEMM_KERNEL");
+    return e && strcmp(e, "sm80") == 0;
+}
+
+// The Hopper kernel, or cudaErrorNotSupported when the tensors do not suit
+// the tensor maps (the caller then launches the sm_80-class kernel).
+template <typename T, bool GLU> cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
+    constexpr bool bf16 = std::is_same<T, __nv_bfloat16>::value;
+    constexpr int BN = kk_gemm::Sm90::BN<GLU>;
+    CUtensorMap ta, tb0, tb1;
+    if (!matrix_map(&ta, a.a, bf16, a.M, a.K, a.lda, kk_gemm::Sm90::BM) ||
+        !matrix_map(&tb0, a.b0, bf16, a.N, a.K, a.ldb, BN) ||
+        (GLU && !matrix_map(&tb1, a.b1, bf16, a.N, a.K, a.ldb, BN)))
+        return cudaErrorNotSupported;
+    if (!GLU) tb1 = tb0;
+    auto kernel = kk_gemm::gemm_sm90_kernel<T, GLU>;
+    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, GLU>>(kk_gemm::Sm90::kSmem);
+    if (e != cudaSuccess) return e;
+    const long long tiles =
+        (long long)((a.M + kk_gemm::Sm90::BM - 1) / kk_gemm::Sm90::BM) * ((a.N + BN - 1) / BN);
+    if (tiles > INT32_MAX) return cudaErrorNotSupported;
+    kernel<<<(unsigned)tiles, kk_gemm::Sm90::kThreads, kk_gemm::Sm90::kSmem, stream>>>(ta, tb0, tb1,
+                                                                                       a);
+    return cudaGetLastError();
+}
+
 template <typename T>
 kk_status launch_typed(const Args &a, bool glu, bool aligned, cudaStream_t s, const char *op) {
+    if (aligned && is_hopper() && !sm80_forced()) {
+        const cudaError_t e = glu ? launch_sm90<T, true>(a, s) : launch_sm90<T, false>(a, s);
+        if (e == cudaSuccess) return KK_OK;
+        if (e != cudaErrorNotSupported)
+            return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, op, cudaGetErrorName(e),
+                                  cudaGetErrorString(e), "launching the Hopper gemm kernel failed");
+    }
     if (glu)
         return aligned ? launch_as<T, true, true>(a, s, op) : launch_as<T, true, false>(a, s, op);
     return aligned ? launch_as<T, false, true>(a, s, op) : launch_as<T, false, false>(a, s, op);

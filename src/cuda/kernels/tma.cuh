@@ -63,6 +63,15 @@ __device__ __forceinline__ void tma_load_4d(void *dst, const void *tensor_map, u
                  : "memory");
 }
 
+// The same for a box of a 2-D tensor (a matrix: column, then row).
+__device__ __forceinline__ void tma_load_2d(void *dst, const void *tensor_map, uint64_t *bar,
+                                            int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_u32(dst)),
+                 "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+                 : "memory");
+}
+
 // Named barrier `id` (1-15; 0 is __syncthreads) of `count` threads: sync
 // waits for the count, arrive adds to it without waiting.
 template <int kCount> __device__ __forceinline__ void named_bar_sync(int id) {
