@@ -110,8 +110,8 @@ template <typename T, bool GLU> cudaError_t launch_sm90(const Args &a, cudaStrea
     const long long tiles =
         (long long)((a.M + kk_gemm::Sm90::BM - 1) / kk_gemm::Sm90::BM) * ((a.N + BN - 1) / BN);
     if (tiles > INT32_MAX) return cudaErrorNotSupported;
-    kernel<<<(unsigned)tiles, kk_gemm::Sm90::kThreads, kk_gemm::Sm90::kSmem, stream>>>(ta, tb0, tb1,
-                                                                                       a);
+    const int blocks = tiles < kk_cuda::sm_count() ? (int)tiles : kk_cuda::sm_count(); // persistent
+    kernel<<<blocks, kk_gemm::Sm90::kThreads, kk_gemm::Sm90::kSmem, stream>>>(ta, tb0, tb1, a);
     return cudaGetLastError();
 }
 

@@ -1,8 +1,8 @@
-// The Hopper GEMM (sm_90a): a producer warpgroup loads 128 x 64 tiles of a and
-// 256 x 64 of b (SwiGLU: 128 rows of each weight) with the tensor memory
-// accelerator into mbarrier-guarded stages; two consumer warpgroups run wgmma
-// (64 rows each, two m64n128k16 per k16 step) and apply the epilogue of the
-// sm_80 kernel in registers. docs/kernels/gemm.md.
+// The Hopper GEMM (sm_90a), persistent: a producer warpgroup loads 128 x 64
+// tiles of a and 256 x 64 of b (SwiGLU: 128 rows of each weight) with the
+// tensor memory accelerator into mbarrier-guarded stages; two consumer
+// warpgroups run wgmma (64 rows each, two m64n128k16 per k16 step) and apply
+// the sm_80 kernel's epilogue in registers. docs/kernels/gemm.md.
 #pragma once
 
 #include <cuda.h>
@@ -50,16 +50,17 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(sB + kStages * Sm90::kBRows * BK);
     uint64_t *empty = full + kStages;
 
-    // Blocks walk kGroupM m tiles down one n column before the next, so a
-    // wave shares b tiles (and a tiles) in L2.
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int per_group = Sm90::kGroupM * tiles_n, group = blockIdx.x / per_group;
-    const int first_m = group * Sm90::kGroupM;
-    const int group_m = min(tiles_m - first_m, Sm90::kGroupM);
-    const int in_group = blockIdx.x % per_group;
-    const int m0 = (first_m + in_group % group_m) * BM, n0 = (in_group / group_m) * BN;
-    const int KT = (p.K + BK - 1) / BK;
+    const int tiles = tiles_m * tiles_n, KT = (p.K + BK - 1) / BK;
     const int tid = threadIdx.x, wg = tid / 128;
+    // Tile t's corner: tiles walk kGroupM m tiles down one n column before
+    // the next, so the blocks of a wave share b tiles (and a tiles) in L2.
+    auto corner = [&](int t, int &m0, int &n0) {
+        const int per_group = Sm90::kGroupM * tiles_n, first_m = t / per_group * Sm90::kGroupM;
+        const int group_m = min(tiles_m - first_m, Sm90::kGroupM), in_group = t % per_group;
+        m0 = (first_m + in_group % group_m) * BM;
+        n0 = (in_group / group_m) * BN;
+    };
 
     if (tid == 0) {
         for (int s = 0; s < kStages; s++) {
@@ -70,17 +71,25 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
     }
     __syncthreads();
 
+    // Persistent: the block takes tiles blockIdx.x, + gridDim.x, ...; stages
+    // and their phases run on across tiles (`it` counts k steps), so the
+    // producer loads the next tile while the consumers finish this one.
     if (wg == 0) { // producer: one thread issues every copy
         kk_tma::setmaxnreg_dec<Sm90::kProducerRegs>();
         if (tid == 0) {
-            for (int kt = 0; kt < KT; kt++) {
-                const int s = kt % kStages;
-                if (kt >= kStages) kk_tma::mbar_wait(&empty[s], (kt / kStages - 1) & 1);
-                kk_tma::mbar_arrive_expect_tx(&full[s], (uint32_t)Sm90::kStageBytes);
-                T *a_tile = sA + s * BM * BK, *b_tile = sB + s * Sm90::kBRows * BK;
-                kk_tma::tma_load_2d(a_tile, &tm_a, &full[s], kt * BK, m0);
-                kk_tma::tma_load_2d(b_tile, &tm_b0, &full[s], kt * BK, n0);
-                if (GLU) kk_tma::tma_load_2d(b_tile + BN * BK, &tm_b1, &full[s], kt * BK, n0);
+            int it = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int m0, n0;
+                corner(t, m0, n0);
+                for (int kt = 0; kt < KT; kt++, it++) {
+                    const int s = it % kStages;
+                    if (it >= kStages) kk_tma::mbar_wait(&empty[s], (it / kStages - 1) & 1);
+                    kk_tma::mbar_arrive_expect_tx(&full[s], (uint32_t)Sm90::kStageBytes);
+                    T *a_tile = sA + s * BM * BK, *b_tile = sB + s * Sm90::kBRows * BK;
+                    kk_tma::tma_load_2d(a_tile, &tm_a, &full[s], kt * BK, m0);
+                    kk_tma::tma_load_2d(b_tile, &tm_b0, &full[s], kt * BK, n0);
+                    if (GLU) kk_tma::tma_load_2d(b_tile + BN * BK, &tm_b1, &full[s], kt * BK, n0);
+                }
             }
         }
         return;
@@ -89,78 +98,84 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
     kk_tma::setmaxnreg_inc<Sm90::kConsumerRegs>();
     const int cw = wg - 1, warp = (tid % 128) / 32, lane = tid % 32;
     using W = kk_wgmma::Wgmma<T, 128>;
-    float acc[2][64];
-#pragma unroll
-    for (int h = 0; h < 2; h++)
-#pragma unroll
-        for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
-
-    for (int kt = 0; kt < KT; kt++) {
-        const int s = kt % kStages;
-        kk_tma::mbar_wait(&full[s], (kt / kStages) & 1);
-        const T *a_tile = sA + s * BM * BK + cw * 64 * BK, *b_tile = sB + s * Sm90::kBRows * BK;
-        kk_wgmma::wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < BK / 16; ks++) {
-            const uint64_t da = sw128(a_tile + ks * 16);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                W::template ss<0>(acc[h], da, sw128(b_tile + h * 128 * BK + ks * 16), 1);
-        }
-        kk_wgmma::wgmma_commit();
-        // one group in flight: the previous stage is done once this returns
-        kk_wgmma::wgmma_wait<1>();
-        keep_regs(acc[0]);
-        keep_regs(acc[1]);
-        if (kt > 0) {
-            __syncwarp();
-            if (lane == 0) kk_tma::mbar_arrive(&empty[(kt - 1) % kStages]);
-        }
-    }
-    kk_wgmma::wgmma_wait<0>();
-    keep_regs(acc[0]);
-    keep_regs(acc[1]);
-
-    // The accumulator of warp w: rows 16w + g and + 8, n8 tile i in
-    // acc[.][4i .. 4i + 3] as mma.sync's m16n8 (columns 2t, 2t + 1).
     const T *bias0 = static_cast<const T *>(p.bias0), *bias1 = static_cast<const T *>(p.bias1);
     const T *res = static_cast<const T *>(p.res);
     T *c = static_cast<T *>(p.c);
-    const int g = lane >> 2, t = lane & 3;
+    const int g = lane >> 2, q = lane & 3;
+    auto release = [&](int step) { // this warp is done with the stage of k step `step`
+        __syncwarp();
+        if (lane == 0) kk_tma::mbar_arrive(&empty[step % kStages]);
+    };
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int m0, n0;
+        corner(t, m0, n0);
+        float acc[2][64];
 #pragma unroll
-    for (int h = 0; h < (GLU ? 1 : 2); h++)
+        for (int h = 0; h < 2; h++)
 #pragma unroll
-        for (int i = 0; i < 16; i++)
+            for (int i = 0; i < 64; i++) acc[h][i] = 0.0f;
+        for (int kt = 0; kt < KT; kt++, it++) {
+            const int s = it % kStages;
+            kk_tma::mbar_wait(&full[s], (it / kStages) & 1);
+            const T *a_tile = sA + s * BM * BK + cw * 64 * BK;
+            const T *b_tile = sB + s * Sm90::kBRows * BK;
+            kk_wgmma::wgmma_fence();
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int row = m0 + cw * 64 + warp * 16 + g + r * 8;
-                const int col = n0 + h * 128 + i * 8 + t * 2;
-                if (row >= p.M || col >= p.N) continue;
-                float v[2];
+            for (int ks = 0; ks < BK / 16; ks++) {
+                const uint64_t da = sw128(a_tile + ks * 16);
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int cc = col + e < p.N ? col + e : col;
-                    float x = acc[h][4 * i + 2 * r + e];
-                    if (bias0) x += to_f32(bias0[cc]);
-                    if (GLU) {
-                        float u = acc[1][4 * i + 2 * r + e];
-                        if (bias1) u += to_f32(bias1[cc]);
-                        x = activate(ACT_SILU, x) * u;
-                    } else {
-                        x = activate(p.act, x);
-                    }
-                    if (res) x += to_f32(res[(long long)row * p.ldr + cc]);
-                    v[e] = x;
-                }
-                T *dst = c + (long long)row * p.ldc + col;
-                if (col + 1 < p.N && (reinterpret_cast<uintptr_t>(dst) & 3) == 0) {
-                    T pair[2] = {from_f32<T>(v[0]), from_f32<T>(v[1])};
-                    *reinterpret_cast<uint32_t *>(dst) = *reinterpret_cast<const uint32_t *>(pair);
-                } else {
-                    dst[0] = from_f32<T>(v[0]);
-                    if (col + 1 < p.N) dst[1] = from_f32<T>(v[1]);
-                }
+                for (int h = 0; h < 2; h++)
+                    W::template ss<0>(acc[h], da, sw128(b_tile + h * 128 * BK + ks * 16), 1);
             }
+            kk_wgmma::wgmma_commit();
+            // one group in flight: the previous step's stage is free once this returns
+            kk_wgmma::wgmma_wait<1>();
+            if (kt > 0) release(it - 1);
+        }
+        kk_wgmma::wgmma_wait<0>();
+        keep_regs(acc[0]);
+        keep_regs(acc[1]);
+        if (KT > 0) release(it - 1);
+
+            // The accumulator of warp w: rows 16w + g and + 8, n8 tile i in
+            // acc[.][4i .. 4i + 3] as mma.sync's m16n8 (columns 2q, 2q + 1).
+#pragma unroll
+        for (int h = 0; h < (GLU ? 1 : 2); h++)
+#pragma unroll
+            for (int i = 0; i < 16; i++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const int row = m0 + cw * 64 + warp * 16 + g + r * 8;
+                    const int col = n0 + h * 128 + i * 8 + q * 2;
+                    if (row >= p.M || col >= p.N) continue;
+                    float v[2];
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int cc = col + e < p.N ? col + e : col;
+                        float x = acc[h][4 * i + 2 * r + e];
+                        if (bias0) x += to_f32(bias0[cc]);
+                        if (GLU) {
+                            float u = acc[1][4 * i + 2 * r + e];
+                            if (bias1) u += to_f32(bias1[cc]);
+                            x = activate(ACT_SILU, x) * u;
+                        } else {
+                            x = activate(p.act, x);
+                        }
+                        if (res) x += to_f32(res[(long long)row * p.ldr + cc]);
+                        v[e] = x;
+                    }
+                    T *dst = c + (long long)row * p.ldc + col;
+                    if (col + 1 < p.N && (reinterpret_cast<uintptr_t>(dst) & 3) == 0) {
+                        T pair[2] = {from_f32<T>(v[0]), from_f32<T>(v[1])};
+                        *reinterpret_cast<uint32_t *>(dst) =
+                            *reinterpret_cast<const uint32_t *>(pair);
+                    } else {
+                        dst[0] = from_f32<T>(v[0]);
+                        if (col + 1 < p.N) dst[1] = from_f32<T>(v[1]);
+                    }
+                }
+    }
 #endif
 }
 
