@@ -67,5 +67,12 @@ if [ "$part" != checks ]; then
   KK_GEMM_KERNEL=sm80 $k bench --device cuda:0 --suite bench/suites/gemm.json --quick \
     -o "$LOGS/gemm-sm80.json" > "$LOGS/bench-sm80.txt" 2>&1
   $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
+  if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then # one launch of the 8192^3 GEMM, profiled
+    timeout 240 ncu --clock-control none --kernel-name regex:gemm --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      $k bench --device cuda:0 --op gemm --params M=8192,N=8192,K=8192,dtype=bf16 --time-budget 1 \
+      > "$LOGS/ncu-8192.txt" 2>&1
+    grep -E "Throughput|Duration|Busy|Stall|Bandwidth|Hit Rate|Warp Cycles" "$LOGS/ncu-8192.txt" | head -40
+  fi
   grep -E "^\|" "$LOGS/gemm-report.md" | head -40
 fi

@@ -71,6 +71,29 @@ static void linear_every_form_passes(void **state) {
             }
 }
 
+/* Outputs that underflow in 1 + tanh or 1 + erf (h far below zero) keep
+ * their tails: a fuzz case (M=1 N=2, |y| ~ 1e-10) once came out 0. */
+static void activation_tails_pass(void **state) {
+    (void)state;
+    static const char *const texts[] = {
+        "M=1 N=2 K=256 bias=0 activation=gelu_tanh dtype=bf16 residual=0",
+        "M=1 N=2 K=256 bias=0 activation=gelu_erf dtype=bf16 residual=0"};
+    for (int k = 0; k < 2; k++) {
+        kk_case c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.name, sizeof c.name, "fuzz/linear/448");
+        kk_assert_ok(kk_op_params_parse(find("linear"), texts[k], &c.params));
+        c.seed = UINT64_C(10250217251375385770);
+        c.dist = KK_DIST_FULL;
+        kk_run_options o = {.device = "cuda:0"};
+        kk_case_result r;
+        kk_assert_ok(kk_case_run(&c, &o, &r));
+        print_message("    %-4s %s rel_l2 %.3g %s\n", kk_case_status_name(r.status), texts[k],
+                      r.rel_l2_err, r.message);
+        assert_int_equal(r.status, KK_CASE_PASS);
+    }
+}
+
 static void f32_is_declined(void **state) {
     (void)state;
     const kk_case_result r = run_on_gpu(find("gemm"), "M=8 N=8 K=8 dtype=f32", 7);
@@ -193,11 +216,9 @@ static void sm80_kernel_passes(void **state) {
 int main(void) {
     if (kk_test_no_gpu()) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(gemm_sizes_pass),
-        cmocka_unit_test(linear_every_form_passes),
-        cmocka_unit_test(f32_is_declined),
-        cmocka_unit_test(wrong_kernels_fail),
-        cmocka_unit_test(strided_views_give_the_same_bits),
+        cmocka_unit_test(gemm_sizes_pass),       cmocka_unit_test(linear_every_form_passes),
+        cmocka_unit_test(activation_tails_pass), cmocka_unit_test(f32_is_declined),
+        cmocka_unit_test(wrong_kernels_fail),    cmocka_unit_test(strided_views_give_the_same_bits),
         cmocka_unit_test(sm80_kernel_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,12 +44,14 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32(float v) {
 }
 template <> __device__ __forceinline__ __half from_f32(float v) { return __float2half_rn(v); }
 
+// The activations in forms that keep their tails (as the CPU's): GELU with
+// erfc (1 + erf(z) cancels for z << 0), the tanh GELU as x * sigmoid(2u).
 __device__ __forceinline__ float activate(int act, float x) {
     switch (act) {
     case ACT_RELU: return fmaxf(x, 0.0f);
-    case ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case ACT_GELU_ERF: return 0.5f * x * erfcf(-x * 0.70710678118654752f);
     case ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+        return x / (1.0f + expf(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
     case ACT_SILU:
     case ACT_SWIGLU: return x / (1.0f + expf(-x));
     default: return x;
