@@ -479,6 +479,24 @@ static void zero_reference(void **state) {
     assert_true(r.max_rel_err == 1e-300 / KK_CHECK_REL_TINY);
 }
 
+/* An f16 output among the subnormals (a lone 2.7e-6, spacing 2^-24) is held
+ * to half that spacing, not to a relative L2 error f16 cannot reach there;
+ * two spacings off still fails. */
+static void subnormal_outputs_have_an_l2_floor(void **state) {
+    (void)state;
+    const double ref[] = {2.7e-6};
+    uint16_t h;
+    kk_assert_ok(kk_convert_host(ref, KK_DTYPE_F64, &h, KK_DTYPE_F16, 1));
+    const kk_tolerance tol = tolerance(1e-3, 2e-3, 5e-3, KK_CHECK_ELEMENTWISE | KK_CHECK_L2, 0);
+    kk_check_result r;
+    kk_assert_ok(kk_check_output(&h, KK_DTYPE_F16, ref, 1, &tol, &r));
+    assert_true(r.rel_l2_err > 5e-3); /* the relative error alone would fail */
+    assert_true(r.pass);
+    const uint16_t off = (uint16_t)(h + 2);
+    kk_assert_ok(kk_check_output(&off, KK_DTYPE_F16, ref, 1, &tol, &r));
+    assert_false(r.pass);
+}
+
 /* Every dtype decodes exactly: an encoded copy of ref passes with zero
  * tolerance, and one changed element is found. */
 static void every_dtype_decodes(void **state) {
@@ -575,11 +593,17 @@ static void argument_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(wrong_gemms_fail),      cmocka_unit_test(wrong_linears_fail),
-        cmocka_unit_test(wrong_attentions_fail), cmocka_unit_test(wrong_gemvs_fail),
-        cmocka_unit_test(metrics_by_hand),       cmocka_unit_test(nan_never_passes),
-        cmocka_unit_test(zero_reference),        cmocka_unit_test(every_dtype_decodes),
-        cmocka_unit_test(poison_is_caught),      cmocka_unit_test(e2m1_unwritten_found_by_two_runs),
+        cmocka_unit_test(wrong_gemms_fail),
+        cmocka_unit_test(wrong_linears_fail),
+        cmocka_unit_test(wrong_attentions_fail),
+        cmocka_unit_test(wrong_gemvs_fail),
+        cmocka_unit_test(metrics_by_hand),
+        cmocka_unit_test(nan_never_passes),
+        cmocka_unit_test(zero_reference),
+        cmocka_unit_test(every_dtype_decodes),
+        cmocka_unit_test(subnormal_outputs_have_an_l2_floor),
+        cmocka_unit_test(poison_is_caught),
+        cmocka_unit_test(e2m1_unwritten_found_by_two_runs),
         cmocka_unit_test(argument_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

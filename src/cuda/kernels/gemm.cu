@@ -36,11 +36,11 @@ bool rows_aligned(const void *data, long long ld, int K) {
     return K % 8 == 0 && ld % 8 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
 }
 
-template <typename T, bool GLU, bool ALIGNED>
+template <typename T, int ACT, bool ALIGNED>
 kk_status launch_as(const Args &a, cudaStream_t stream, const char *op) {
-    using L = kk_gemm::Tile<GLU>;
-    auto kernel = kk_gemm::gemm_kernel<T, GLU, ALIGNED>;
-    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_kernel<T, GLU, ALIGNED>>(L::kSmem);
+    using L = kk_gemm::Tile<ACT == kk_gemm::ACT_SWIGLU>;
+    auto kernel = kk_gemm::gemm_kernel<T, ACT, ALIGNED>;
+    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_kernel<T, ACT, ALIGNED>>(L::kSmem);
     if (e == cudaSuccess) {
         const dim3 grid((unsigned)((a.N + L::BN - 1) / L::BN),
                         (unsigned)((a.M + L::BM - 1) / L::BM));
@@ -95,7 +95,8 @@ bool sm80_forced() {
 
 // The Hopper kernel, or cudaErrorNotSupported when the tensors do not suit
 // the tensor maps (the caller then launches the sm_80-class kernel).
-template <typename T, bool GLU> cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
+template <typename T, int ACT> cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
+    constexpr bool GLU = ACT == kk_gemm::ACT_SWIGLU;
     constexpr bool bf16 = std::is_same<T, __nv_bfloat16>::value;
     constexpr int BN = kk_gemm::Sm90::BN<GLU>;
     CUtensorMap ta, tb0, tb1;
@@ -104,8 +105,8 @@ template <typename T, bool GLU> cudaError_t launch_sm90(const Args &a, cudaStrea
         (GLU && !matrix_map(&tb1, a.b1, bf16, a.N, a.K, a.ldb, BN)))
         return cudaErrorNotSupported;
     if (!GLU) tb1 = tb0;
-    auto kernel = kk_gemm::gemm_sm90_kernel<T, GLU>;
-    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, GLU>>(kk_gemm::Sm90::kSmem);
+    auto kernel = kk_gemm::gemm_sm90_kernel<T, ACT>;
+    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, ACT>>(kk_gemm::Sm90::kSmem);
     if (e != cudaSuccess) return e;
     const long long tiles =
         (long long)((a.M + kk_gemm::Sm90::BM - 1) / kk_gemm::Sm90::BM) * ((a.N + BN - 1) / BN);
@@ -115,18 +116,28 @@ template <typename T, bool GLU> cudaError_t launch_sm90(const Args &a, cudaStrea
     return cudaGetLastError();
 }
 
-template <typename T>
-kk_status launch_typed(const Args &a, bool glu, bool aligned, cudaStream_t s, const char *op) {
+template <typename T, int ACT>
+kk_status launch_act(const Args &a, bool aligned, cudaStream_t s, const char *op) {
     if (aligned && is_hopper() && !sm80_forced()) {
-        const cudaError_t e = glu ? launch_sm90<T, true>(a, s) : launch_sm90<T, false>(a, s);
+        const cudaError_t e = launch_sm90<T, ACT>(a, s);
         if (e == cudaSuccess) return KK_OK;
         if (e != cudaErrorNotSupported)
             return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, op, cudaGetErrorName(e),
                                   cudaGetErrorString(e), "launching the Hopper gemm kernel failed");
     }
-    if (glu)
-        return aligned ? launch_as<T, true, true>(a, s, op) : launch_as<T, true, false>(a, s, op);
-    return aligned ? launch_as<T, false, true>(a, s, op) : launch_as<T, false, false>(a, s, op);
+    return aligned ? launch_as<T, ACT, true>(a, s, op) : launch_as<T, ACT, false>(a, s, op);
+}
+
+template <typename T>
+kk_status launch_typed(const Args &a, bool aligned, cudaStream_t s, const char *op) {
+    switch (a.act) {
+    case kk_gemm::ACT_RELU: return launch_act<T, kk_gemm::ACT_RELU>(a, aligned, s, op);
+    case kk_gemm::ACT_GELU_ERF: return launch_act<T, kk_gemm::ACT_GELU_ERF>(a, aligned, s, op);
+    case kk_gemm::ACT_GELU_TANH: return launch_act<T, kk_gemm::ACT_GELU_TANH>(a, aligned, s, op);
+    case kk_gemm::ACT_SILU: return launch_act<T, kk_gemm::ACT_SILU>(a, aligned, s, op);
+    case kk_gemm::ACT_SWIGLU: return launch_act<T, kk_gemm::ACT_SWIGLU>(a, aligned, s, op);
+    default: return launch_act<T, kk_gemm::ACT_NONE>(a, aligned, s, op);
+    }
 }
 
 // Checks what every form shares and launches; tensors are on this device
@@ -146,8 +157,8 @@ kk_status run(Args &a, kk_dtype dt, const kk_tensor *const *mats, int nmats, boo
     }
     const bool aligned = rows_aligned(a.a, a.lda, a.K) && rows_aligned(a.b0, a.ldb, a.K) &&
                          (!glu || rows_aligned(a.b1, a.ldb, a.K));
-    return dt == KK_DTYPE_BF16 ? launch_typed<__nv_bfloat16>(a, glu, aligned, stream, op)
-                               : launch_typed<__half>(a, glu, aligned, stream, op);
+    return dt == KK_DTYPE_BF16 ? launch_typed<__nv_bfloat16>(a, aligned, stream, op)
+                               : launch_typed<__half>(a, aligned, stream, op);
 }
 
 } // namespace

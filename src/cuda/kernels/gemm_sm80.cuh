@@ -127,8 +127,12 @@ __device__ __forceinline__ void load_tile(T *tile, const T *g, long long ld, int
     }
 }
 
-template <typename T, bool GLU, bool ALIGNED>
+// ACT a compile-time constant: one activation's code per kernel keeps the
+// fully unrolled epilogue small (measured: the epilogue of every activation
+// inlined stalled the Hopper kernel on instruction fetch).
+template <typename T, int ACT, bool ALIGNED>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(const Args p) {
+    constexpr bool GLU = ACT == ACT_SWIGLU;
     using L = Tile<GLU>;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
@@ -222,7 +226,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const Args p) {
                         if (bias1) u += to_f32(bias1[cc]);
                         x = activate(ACT_SILU, x) * u;
                     } else {
-                        x = activate(p.act, x);
+                        x = activate(ACT, x);
                     }
                     if (res) x += to_f32(res[(long long)row * p.ldr + cc]);
                     v[e] = x;

@@ -36,12 +36,13 @@ template <int N> __device__ __forceinline__ void keep_regs(float (&r)[N]) {
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-template <typename T, bool GLU>
+template <typename T, int ACT>
 __global__ void __launch_bounds__(Sm90::kThreads, 1)
     gemm_sm90_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_b0,
                      const __grid_constant__ CUtensorMap tm_b1, const Args p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr bool GLU = ACT == ACT_SWIGLU;
     constexpr int BM = Sm90::BM, BK = Sm90::BK, kStages = Sm90::kStages, BN = Sm90::BN<GLU>;
     extern __shared__ unsigned char smem_raw[];
     T *sA =
@@ -160,7 +161,7 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
                             if (bias1) u += to_f32(bias1[cc]);
                             x = activate(ACT_SILU, x) * u;
                         } else {
-                            x = activate(p.act, x);
+                            x = activate(ACT, x);
                         }
                         if (res) x += to_f32(res[(long long)row * p.ldr + cc]);
                         v[e] = x;
