@@ -11,7 +11,11 @@ extern "C" {
 #endif
 
 /* The ops with a CUDA kernel; adding a kernel to an op adds its line here. */
-#define KK_CUDA_OPS(X) X(attention) X(attention_varlen) X(nvfp4_gemv) X(convert) X(gemm) X(linear)
+/* clang-format off */
+#define KK_CUDA_OPS(X) \
+    X(attention) X(attention_varlen) X(nvfp4_gemv) X(convert) X(gemm) X(linear) \
+    X(rmsnorm) X(layernorm) X(softmax) X(rope)
+/* clang-format on */
 
 #define KK__CUDA_SLOT_DECL(name) extern const kk__slot kk__##name##_cuda_slot;
 KK_CUDA_OPS(KK__CUDA_SLOT_DECL)

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The row kernels' evidence (rmsnorm, layernorm, softmax, rope on CUDA) on a
+# lent GPU, from an export (scripts/export-gpu-tree.sh; cd .gpu-tree first):
+#   PART=checks  build; the GPU tests; float64-oracle checks on fresh seeds
+#                (smoke, correctness, fuzz 500); compute-sanitizer memcheck
+#                and racecheck on tests/test_cuda_rowops
+#   PART=bench   build; calibrate --quick; the rowops suite beside PyTorch
+#                eager and torch.compile (imported with --import); the report
+#   PART=all     (default) both. Everything comes back in $OUT/rowops-<part>.tgz.
+set -uo pipefail
+out=${OUT:-/tmp/kk-out}
+part=${PART:-all}
+LOGS=/tmp/kk-rowops
+mkdir -p "$out" "$LOGS"
+trap 'tar czf "$out/rowops-$part.tgz" -C /tmp kk-rowops' EXIT
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
+ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
+[ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
+nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
+nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$LOGS/nvidia-smi-q.txt" 2>&1
+b=build-rowops
+
+echo "== build ($(cat .commit 2>/dev/null))"
+cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
+  -DKK_GIT_COMMIT_OVERRIDE="$(cat .commit 2>/dev/null)" \
+  -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
+  -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
+  -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$ob" > "$LOGS/build.log" 2>&1 &&
+cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_rowops test_cuda_op_run \
+  >> "$LOGS/build.log" 2>&1 || { grep -E "error" -A3 "$LOGS/build.log" | head -40; exit 1; }
+grep -iE "warning" "$LOGS/build.log" | head -5
+k=./$b/kernelkit
+ops="rmsnorm layernorm softmax rope"
+$k run --list > "$LOGS/run-list.txt" 2>&1
+
+if [ "$part" != bench ]; then
+  echo "== GPU tests"
+  for t in test_cuda_rowops test_cuda_op_run; do
+    timeout 300 ./$b/tests/$t > "$LOGS/$t.txt" 2>&1
+    echo "$t: exit $? $(grep -E 'PASSED|FAILED' "$LOGS/$t.txt" | tr '\n' ' ' | cut -c1-160)"
+    grep -E "^\s+FAIL|\[  FAILED|FAIL " "$LOGS/$t.txt" | head -5
+  done
+  echo "== float64-oracle checks, fresh seeds"
+  for op in $ops; do
+    s=$RANDOM
+    timeout 150 $k check --op $op --device cuda:0 --suite smoke,correctness --seed $s > "$LOGS/check-$op.txt" 2>&1
+    echo "$op smoke+correctness seed $s: $(tail -1 "$LOGS/check-$op.txt")"; grep FAIL "$LOGS/check-$op.txt" | head -3
+    s=$RANDOM
+    timeout 150 $k check --op $op --device cuda:0 --fuzz 500 --seed $s > "$LOGS/fuzz-$op.txt" 2>&1
+    echo "$op fuzz 500 seed $s: $(tail -1 "$LOGS/fuzz-$op.txt")"; grep FAIL "$LOGS/fuzz-$op.txt" | head -3
+  done
+  echo "== compute-sanitizer (quick variant of the test)"
+  for tool in memcheck racecheck; do
+    KK_TEST_QUICK=1 timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./$b/tests/test_cuda_rowops \
+      > "$LOGS/san-$tool-test_cuda_rowops.txt" 2>&1
+    echo "$tool test_cuda_rowops: exit $? $(tail -1 "$LOGS/san-$tool-test_cuda_rowops.txt")"
+  done
+fi
+
+if [ "$part" != checks ]; then
+  echo "== ceilings"
+  $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1; tail -7 "$LOGS/calibrate.txt"
+  cp "${XDG_CACHE_HOME:-$HOME/.cache}"/kernelkit/ceilings-*.json "$LOGS/" 2>/dev/null
+  echo "== rowops beside PyTorch eager and torch.compile"
+  $k bench --device cuda:0 --suite rowops --time-budget "${BUDGET:-4}" -o "$LOGS/rowops-kernelkit.json" \
+    > "$LOGS/bench-rowops.txt" 2>&1
+  echo "kernelkit bench: exit $?"; grep median "$LOGS/bench-rowops.txt" | sed 's/  CI \[[^]]*\]//'
+  (cd bench && timeout 400 python3 compare_torch_rowops.py suites/rowops.json /tmp/rowops-samples.json) \
+    > "$LOGS/torch-rowops.txt" 2>&1
+  echo "torch anchors: exit $? ($(grep -c median "$LOGS/torch-rowops.txt") timed)"; grep skip "$LOGS/torch-rowops.txt" | head -3
+  $k bench --device cuda:0 --import /tmp/rowops-samples.json -o "$LOGS/rowops-torch.json" \
+    > "$LOGS/import-rowops.txt" 2>&1
+  echo "import: exit $?"; grep median "$LOGS/import-rowops.txt" | sed 's/  CI \[[^]]*\]//'
+  $k report "$LOGS/rowops-kernelkit.json" "$LOGS/rowops-torch.json" --output "$LOGS/rowops-report.md" \
+    > "$LOGS/report.txt" 2>&1
+  echo "report: exit $?"
+fi

@@ -1,0 +1,187 @@
+// layernorm on CUDA: y = (x - mean) / sqrt(var + eps) * w + b per row, f32
+// math, the CPU twin's arithmetic: the mean of x - x[0] (shifted data), kept
+// as two floats hi + lo, then the variance around it (two passes over the row
+// in registers, not E[x^2] - mean^2). One read of x and one write of y up to
+// 16384 elements; longer rows re-read x (three passes). Sums run per thread,
+// then as a butterfly: another order than the CPU's 256-element chunks.
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda/kernels/rows.cuh"
+#include "cuda/cuda_kernels.h"
+#include "opdef/layernorm.h"
+
+namespace {
+
+using namespace kk_rows;
+
+struct Mean2 {
+    float hi, lo;
+};
+
+__device__ __forceinline__ Mean2 mean2(float x0, float s1, int64_t n) {
+    const double mean = (double)x0 + (double)s1 / (double)n;
+    const float hi = (float)mean;
+    return {hi, (float)(mean - (double)hi)};
+}
+
+__device__ __forceinline__ float dev(float x, Mean2 mu) {
+    return __fsub_rn(__fsub_rn(x, mu.hi), mu.lo);
+}
+
+// y[i] = ((x - hi) - lo) * inv * w + b (or without w, b), rounded as the CPU.
+template <int DT>
+__device__ __forceinline__ void write_vec(const RowArgs &a, void *yr, int64_t i, Mean2 mu,
+                                          float inv, float (&v)[Elem<DT>::kVec]) {
+    constexpr int V = Elem<DT>::kVec;
+    if (a.w) {
+        float w[V], b[V];
+        load_ro<DT>(a.w, i, a.n, a.vec, w);
+        load_ro<DT>(a.b, i, a.n, a.vec, b);
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            v[j] = __fadd_rn(__fmul_rn(__fmul_rn(dev(v[j], mu), inv), w[j]), b[j]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < V; j++) v[j] = __fmul_rn(dev(v[j], mu), inv);
+    }
+    store<DT>(yr, i, a.n, a.vec, v);
+}
+
+__device__ __forceinline__ float inv_std(float s2, const RowArgs &a) {
+    return (float)(1.0 / sqrt((double)s2 / (double)a.n + a.eps));
+}
+
+template <int DT, int G, int VPT>
+__global__ void __launch_bounds__(Group<G>::kThreads) layernorm_kernel(RowArgs a) {
+    typedef typename Elem<DT>::T T;
+    constexpr int V = Elem<DT>::kVec;
+    __shared__ float red[32];
+    const int t = Group<G>::thread();
+    const int n = (int)a.n; // at most 16384 here
+    for (int64_t r = Group<G>::first_row(); r < a.rows; r += Group<G>::row_step()) {
+        const T *xr = static_cast<const T *>(a.x) + r * a.xs;
+        T *yr = static_cast<T *>(a.y) + r * a.ys;
+        float v[VPT][V];
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+            load<DT>(xr, (int64_t)(k * G + t) * V, a.n, a.vec, v[k], 0.0f);
+        const float x0 = to_f32<DT>(xr[0]);
+        float s1 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                if ((k * G + t) * V + j < n) s1 = __fadd_rn(s1, __fsub_rn(v[k][j], x0));
+        const Mean2 mu = mean2(x0, group_sum<G>(s1, red), a.n);
+        float s2 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                if ((k * G + t) * V + j < n) {
+                    const float d = dev(v[k][j], mu);
+                    s2 = __fadd_rn(s2, __fmul_rn(d, d));
+                }
+        const float inv = inv_std(group_sum<G>(s2, red), a);
+#pragma unroll
+        for (int k = 0; k < VPT; k++) {
+            const int64_t i = (int64_t)(k * G + t) * V;
+            if (i < a.n) write_vec<DT>(a, yr, i, mu, inv, v[k]);
+        }
+    }
+}
+
+// Rows longer than registers hold: a block of 1024 threads per row reads it
+// three times (mean, variance, y; mostly from L2 after the first); per-thread
+// sums in f64.
+template <int DT> __global__ void __launch_bounds__(1024) layernorm_long(RowArgs a) {
+    typedef typename Elem<DT>::T T;
+    constexpr int V = Elem<DT>::kVec, G = 1024;
+    __shared__ float red[32];
+    for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+        const T *xr = static_cast<const T *>(a.x) + r * a.xs;
+        T *yr = static_cast<T *>(a.y) + r * a.ys;
+        const float x0 = to_f32<DT>(xr[0]);
+        double acc = 0.0;
+        for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
+            float v[V];
+            load<DT>(xr, i, a.n, a.vec, v, x0); // past n: x0, adding 0
+            float s = 0.0f;
+#pragma unroll
+            for (int j = 0; j < V; j++) s = __fadd_rn(s, __fsub_rn(v[j], x0));
+            acc += s;
+        }
+        const Mean2 mu = mean2(x0, group_sum<G>((float)acc, red), a.n);
+        acc = 0.0;
+        for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
+            float v[V];
+            load<DT>(xr, i, a.n, a.vec, v, 0.0f);
+            float s = 0.0f;
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                if (i + j < a.n) {
+                    const float d = dev(v[j], mu);
+                    s = __fadd_rn(s, __fmul_rn(d, d));
+                }
+            acc += s;
+        }
+        const float inv = inv_std(group_sum<G>((float)acc, red), a);
+        for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
+            float v[V];
+            load<DT>(xr, i, a.n, a.vec, v, 0.0f);
+            write_vec<DT>(a, yr, i, mu, inv, v);
+        }
+    }
+}
+
+template <int DT, int G, int VPT> kk_status go(const RowArgs &a, cudaStream_t s) {
+    constexpr int threads = Group<G>::kThreads, rpb = Group<G>::kRowsPerBlock;
+    const unsigned grid = grid_for<layernorm_kernel<DT, G, VPT>>((a.rows + rpb - 1) / rpb, threads);
+    layernorm_kernel<DT, G, VPT><<<grid, threads, 0, s>>>(a);
+    return launch_status("layernorm", grid, threads);
+}
+
+template <int DT> kk_status go_long(const RowArgs &a, cudaStream_t s) {
+    const unsigned grid = grid_for<layernorm_long<DT>>(a.rows, 1024);
+    layernorm_long<DT><<<grid, 1024, 0, s>>>(a);
+    return launch_status("layernorm", grid, 1024);
+}
+
+template <int DT> kk_status go_dtype(const RowArgs &a, cudaStream_t s) {
+    constexpr int V = Elem<DT>::kVec;
+    const Shape sh = choose_shape((a.n + V - 1) / V, V);
+    switch (sh.g * 8 + sh.vpt) {
+    case 32 * 8 + 1: return go<DT, 32, 1>(a, s);
+    case 32 * 8 + 2: return go<DT, 32, 2>(a, s);
+    case 32 * 8 + 4: return go<DT, 32, 4>(a, s);
+    case 128 * 8 + 2: return go<DT, 128, 2>(a, s);
+    case 128 * 8 + 4: return go<DT, 128, 4>(a, s);
+    case 256 * 8 + 4: return go<DT, 256, 4>(a, s);
+    case 512 * 8 + 4: return go<DT, 512, 4>(a, s);
+    case 1024 * 8 + 4:
+        if constexpr (V == 4) return go<DT, 1024, 4>(a, s);
+        return go_long<DT>(a, s);
+    default: return go_long<DT>(a, s);
+    }
+}
+
+} // namespace
+
+extern "C" kk_status kk__layernorm_cuda(const kk_op_params *p, kk_tensor *const *t,
+                                        kk_stream stream) {
+    const kk_status st = check_tensors(p, t);
+    if (st != KK_OK) return st;
+    const kk_dtype dt = (kk_dtype)p->i[KK__LN_DTYPE];
+    const int affine = (int)p->i[KK__LN_AFFINE];
+    RowArgs a = row_args(p, t, affine ? 4 : 2, affine ? 2 : 0, dt == KK_DTYPE_F32 ? 4 : 8);
+    a.eps = p->f[KK__LN_EPS];
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (dt == KK_DTYPE_F32) return go_dtype<kF32>(a, s);
+    if (dt == KK_DTYPE_F16) return go_dtype<kF16>(a, s);
+    return go_dtype<kBF16>(a, s);
+}
+
+extern "C" const kk__slot kk__layernorm_cuda_slot = {kk__layernorm_cuda, 1};

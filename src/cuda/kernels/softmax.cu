@@ -1,0 +1,177 @@
+// softmax on CUDA: y = softmax(x * scale) along each row, f32 math, the CPU
+// twin's arithmetic: the row's maximum on order-preserving integer keys (a NaN
+// makes the row NaN), e^((x - max) * scale) by the same polynomial, one
+// division per row. One read of x and one write of y up to 16384 elements
+// (the exponentials wait in registers); longer rows re-read x (three passes).
+// The sum runs per thread, then as a butterfly: another order than the CPU's.
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda/kernels/rows.cuh"
+#include "cuda/cuda_kernels.h"
+#include "opdef/softmax.h"
+
+namespace {
+
+using namespace kk_rows;
+
+// src/cpu/softmax_cpu.c's exp_nonpositive, every operation rounded as there:
+// e^t for t <= 0 within 1 ulp, NaN in NaN out, below e^-87 about 1.6e-38.
+__device__ __forceinline__ float exp_nonpositive(float t) {
+    const uint32_t u = __float_as_uint(t);
+    uint32_t cu = u > 0xC2AE0000u ? 0xC2AE0000u : u;
+    cu = cu < 0x80000000u ? 0u : cu;
+    const float c = __uint_as_float(cu);
+    const float k =
+        __fsub_rn(__fadd_rn(__fmul_rn(c, 1.44269504088896341f), 12582912.0f), 12582912.0f);
+    const float r =
+        __fsub_rn(__fsub_rn(c, __fmul_rn(k, 0.693359375f)), __fmul_rn(k, -2.12194440e-4f));
+    float poly = 1.9875691500e-4f;
+    poly = __fadd_rn(__fmul_rn(poly, r), 1.3981999507e-3f);
+    poly = __fadd_rn(__fmul_rn(poly, r), 8.3334519073e-3f);
+    poly = __fadd_rn(__fmul_rn(poly, r), 4.1665795894e-2f);
+    poly = __fadd_rn(__fmul_rn(poly, r), 1.6666665459e-1f);
+    poly = __fadd_rn(__fmul_rn(poly, r), 5.0000001201e-1f);
+    const float er = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(poly, r), r), r), 1.0f);
+    const float two_k = __uint_as_float((uint32_t)((int32_t)k + 127) << 23);
+    const uint32_t nan = 0u - (uint32_t)((u & 0x7FFFFFFFu) > 0x7F800000u);
+    return __uint_as_float((nan & u) | (~nan & __float_as_uint(__fmul_rn(er, two_k))));
+}
+
+__device__ __forceinline__ float e_of(float x, float m, float scale) {
+    return exp_nonpositive(__fmul_rn(__fsub_rn(x, m), scale));
+}
+
+template <int DT, int G, int VPT>
+__global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) {
+    typedef typename Elem<DT>::T T;
+    constexpr int V = Elem<DT>::kVec;
+    __shared__ uint32_t redk[32];
+    __shared__ float red[32];
+    const int t = Group<G>::thread();
+    const int n = (int)a.n; // at most 16384 here
+    for (int64_t r = Group<G>::first_row(); r < a.rows; r += Group<G>::row_step()) {
+        const T *xr = static_cast<const T *>(a.x) + r * a.xs;
+        T *yr = static_cast<T *>(a.y) + r * a.ys;
+        float v[VPT][V];
+        // past n: -inf, whose key is below every other but 0's (-NaN's)
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+            load<DT>(xr, (int64_t)(k * G + t) * V, a.n, a.vec, v[k], -INFINITY);
+        uint32_t km = 0;
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+#pragma unroll
+            for (int j = 0; j < V; j++) km = max(km, float_key(v[k][j]));
+        const float m = key_float(group_max<G>(km, redk));
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                const bool in = (k * G + t) * V + j < n;
+                v[k][j] = in ? e_of(v[k][j], m, a.scale) : 0.0f;
+                s = __fadd_rn(s, v[k][j]);
+            }
+        const float inv = (float)(1.0 / (double)group_sum<G>(s, red));
+#pragma unroll
+        for (int k = 0; k < VPT; k++) {
+            const int64_t i = (int64_t)(k * G + t) * V;
+            if (i < a.n) {
+#pragma unroll
+                for (int j = 0; j < V; j++) v[k][j] = __fmul_rn(v[k][j], inv);
+                store<DT>(yr, i, a.n, a.vec, v[k]);
+            }
+        }
+    }
+}
+
+// Rows longer than registers hold: a block of 1024 threads per row reads it
+// three times (max, sum, y; mostly from L2 after the first); per-thread sums
+// in f64.
+template <int DT> __global__ void __launch_bounds__(1024) softmax_long(RowArgs a) {
+    typedef typename Elem<DT>::T T;
+    constexpr int V = Elem<DT>::kVec, G = 1024;
+    __shared__ uint32_t redk[32];
+    __shared__ float red[32];
+    for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+        const T *xr = static_cast<const T *>(a.x) + r * a.xs;
+        T *yr = static_cast<T *>(a.y) + r * a.ys;
+        uint32_t km = 0;
+        for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
+            float v[V];
+            load<DT>(xr, i, a.n, a.vec, v, -INFINITY);
+#pragma unroll
+            for (int j = 0; j < V; j++) km = max(km, float_key(v[j]));
+        }
+        const float m = key_float(group_max<G>(km, redk));
+        double acc = 0.0;
+        for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
+            float v[V];
+            load<DT>(xr, i, a.n, a.vec, v, 0.0f);
+            float s = 0.0f;
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                if (i + j < a.n) s = __fadd_rn(s, e_of(v[j], m, a.scale));
+            acc += s;
+        }
+        const float inv = (float)(1.0 / (double)group_sum<G>((float)acc, red));
+        for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
+            float v[V];
+            load<DT>(xr, i, a.n, a.vec, v, 0.0f);
+#pragma unroll
+            for (int j = 0; j < V; j++) v[j] = __fmul_rn(e_of(v[j], m, a.scale), inv);
+            store<DT>(yr, i, a.n, a.vec, v);
+        }
+    }
+}
+
+template <int DT, int G, int VPT> kk_status go(const RowArgs &a, cudaStream_t s) {
+    constexpr int threads = Group<G>::kThreads, rpb = Group<G>::kRowsPerBlock;
+    const unsigned grid = grid_for<softmax_kernel<DT, G, VPT>>((a.rows + rpb - 1) / rpb, threads);
+    softmax_kernel<DT, G, VPT><<<grid, threads, 0, s>>>(a);
+    return launch_status("softmax", grid, threads);
+}
+
+template <int DT> kk_status go_long(const RowArgs &a, cudaStream_t s) {
+    const unsigned grid = grid_for<softmax_long<DT>>(a.rows, 1024);
+    softmax_long<DT><<<grid, 1024, 0, s>>>(a);
+    return launch_status("softmax", grid, 1024);
+}
+
+template <int DT> kk_status go_dtype(const RowArgs &a, cudaStream_t s) {
+    constexpr int V = Elem<DT>::kVec;
+    const Shape sh = choose_shape((a.n + V - 1) / V, V);
+    switch (sh.g * 8 + sh.vpt) {
+    case 32 * 8 + 1: return go<DT, 32, 1>(a, s);
+    case 32 * 8 + 2: return go<DT, 32, 2>(a, s);
+    case 32 * 8 + 4: return go<DT, 32, 4>(a, s);
+    case 128 * 8 + 2: return go<DT, 128, 2>(a, s);
+    case 128 * 8 + 4: return go<DT, 128, 4>(a, s);
+    case 256 * 8 + 4: return go<DT, 256, 4>(a, s);
+    case 512 * 8 + 4: return go<DT, 512, 4>(a, s);
+    case 1024 * 8 + 4:
+        if constexpr (V == 4) return go<DT, 1024, 4>(a, s);
+        return go_long<DT>(a, s);
+    default: return go_long<DT>(a, s);
+    }
+}
+
+} // namespace
+
+extern "C" kk_status kk__softmax_cuda(const kk_op_params *p, kk_tensor *const *t,
+                                      kk_stream stream) {
+    const kk_status st = check_tensors(p, t);
+    if (st != KK_OK) return st;
+    const kk_dtype dt = (kk_dtype)p->i[KK__SMX_DTYPE];
+    RowArgs a = row_args(p, t, 2, 0, dt == KK_DTYPE_F32 ? 4 : 8);
+    a.scale = (float)p->f[KK__SMX_SCALE];
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (dt == KK_DTYPE_F32) return go_dtype<kF32>(a, s);
+    if (dt == KK_DTYPE_F16) return go_dtype<kF16>(a, s);
+    return go_dtype<kBF16>(a, s);
+}
+
+extern "C" const kk__slot kk__softmax_cuda_slot = {kk__softmax_cuda, 1};
