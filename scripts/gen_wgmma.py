@@ -7,7 +7,7 @@ memory (SS) or registers (RS), B from shared memory, bf16 and f16, N in NS.
     python3 scripts/gen_wgmma.py > src/cuda/kernels/wgmma.cuh
 """
 
-NS = (64, 128)
+NS = (64, 128, 256)
 TYPES = (("__nv_bfloat16", "bf16"), ("__half", "f16"))
 
 

@@ -98,7 +98,9 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
 
     kk_tma::setmaxnreg_inc<Sm90::kConsumerRegs>();
     const int cw = wg - 1, warp = (tid % 128) / 32, lane = tid % 32;
-    using W = kk_wgmma::Wgmma<T, 128>;
+    // one m64n256k16 per k16 step (SwiGLU: m64n128 of each weight, the two
+    // halves of the stage's b rows)
+    using W = kk_wgmma::Wgmma<T, GLU ? 128 : 256>;
     const T *bias0 = static_cast<const T *>(p.bias0), *bias1 = static_cast<const T *>(p.bias1);
     const T *res = static_cast<const T *>(p.res);
     T *c = static_cast<T *>(p.c);
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int m0, n0;
         corner(t, m0, n0);
-        float acc[2][64];
+        float acc[2][64]; // non-SwiGLU: one m64n256 accumulator, acc[0] then acc[1]
 #pragma unroll
         for (int h = 0; h < 2; h++)
 #pragma unroll
@@ -125,9 +127,15 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
 #pragma unroll
             for (int ks = 0; ks < BK / 16; ks++) {
                 const uint64_t da = sw128(a_tile + ks * 16);
+                if constexpr (GLU) {
 #pragma unroll
-                for (int h = 0; h < 2; h++)
-                    W::template ss<0>(acc[h], da, sw128(b_tile + h * 128 * BK + ks * 16), 1);
+                    for (int h = 0; h < 2; h++)
+                        kk_wgmma::Wgmma<T, 128>::template ss<0>(
+                            acc[h], da, sw128(b_tile + h * 128 * BK + ks * 16), 1);
+                } else {
+                    W::template ss<0>(reinterpret_cast<float(&)[128]>(acc), da,
+                                      sw128(b_tile + ks * 16), 1);
+                }
             }
             kk_wgmma::wgmma_commit();
             // one group in flight: the previous step's stage is free once this returns
