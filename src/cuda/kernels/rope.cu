@@ -114,10 +114,13 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
     float *sn = cs + a.P * half;                        // [P][half]
     for (int i = tid; i < half; i += kThreads)
         inv_freq[i] = pow(a.theta, -2.0 * (double)i / (double)a.R);
-    // This thread's first job (q, h, b) and the step of kThreads jobs, the
-    // same for every position: jobs run q fastest, then h, then b.
-    const int q0 = tid % a.jrow, sq = kThreads % a.jrow;
-    const int64_t r0 = tid / a.jrow, sr = kThreads / a.jrow;
+    // This thread's first job (q, h, b) and the step between its jobs, the
+    // same for every position: jobs run q fastest, then h, then b. The
+    // gridDim.y blocks of a tile share its jobs (decode: one position, many
+    // rows).
+    const int64_t j0 = (int64_t)blockIdx.y * kThreads + tid, step = (int64_t)gridDim.y * kThreads;
+    const int q0 = (int)(j0 % a.jrow), sq = (int)(step % a.jrow);
+    const int64_t r0 = j0 / a.jrow, sr = step / a.jrow;
     const int64_t h0 = r0 % a.H, b0 = r0 / a.H, sh = sr % a.H, sb = sr / a.H;
     const int64_t tiles = (a.S + a.P - 1) / a.P;
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -162,8 +165,14 @@ kk_status go(const RopeArgs &a, size_t smem, cudaStream_t s) {
     const int64_t tiles = (a.S + a.P - 1) / a.P;
     const int64_t resident = (int64_t)kk_cuda::sm_count() * (2048 / kThreads);
     const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
-    rope_kernel<DT, GPTJ, VEC><<<grid, kThreads, smem, s>>>(a);
-    return launch_status("rope", grid, kThreads);
+    // A tile's jobs split over blocks when the tiles alone leave SMs idle:
+    // about 1024 jobs a block, at most what the device holds at once.
+    const int64_t jobs = (int64_t)a.P * a.B * a.H * a.jrow;
+    int64_t split = (jobs + 1023) / 1024, room = resident / (int64_t)grid;
+    split = split > room ? room : split;
+    split = split < 1 ? 1 : split > 65535 ? 65535 : split;
+    rope_kernel<DT, GPTJ, VEC><<<dim3(grid, (unsigned)split), kThreads, smem, s>>>(a);
+    return launch_status("rope", grid * (unsigned)split, kThreads);
 }
 
 template <int DT>
