@@ -94,6 +94,28 @@ static void activation_tails_pass(void **state) {
     }
 }
 
+/* The decode kernel (M <= 8 with 16-byte rows): every activation, bias,
+ * residual, SwiGLU, M of each of its four widths, N not a multiple of its 16
+ * rows, K past one chunk of x (2048 columns at M = 8); and the Hopper kernel
+ * forced on such an M. */
+static void decode_kernel_passes(void **state) {
+    (void)state;
+    static const int ms[] = {1, 2, 3, 8};
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < 6; a++) {
+            char text[192];
+            snprintf(text, sizeof text, "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d",
+                     ms[a % 4], 37 + 16 * (int)a, a == 5 ? 5000 : 264, (int)(a & 1), acts[a],
+                     dtypes[d], (int)(a / 2 % 2));
+            expect(find("linear"), text, 2000 + 10 * d + a, KK_CASE_PASS);
+        }
+    expect(find("gemm"), "M=8 N=4099 K=4104 dtype=bf16", 2100, KK_CASE_PASS);
+    setenv("KK_GEMM_KERNEL", "sm90", 1); /* the Hopper kernel (elsewhere: the sm_80 one) */
+    expect(find("linear"), "M=3 N=300 K=256 bias=1 activation=silu dtype=bf16 residual=1", 2101,
+           KK_CASE_PASS);
+    unsetenv("KK_GEMM_KERNEL");
+}
+
 static void f32_is_declined(void **state) {
     (void)state;
     const kk_case_result r = run_on_gpu(find("gemm"), "M=8 N=8 K=8 dtype=f32", 7);
@@ -216,9 +238,13 @@ static void sm80_kernel_passes(void **state) {
 int main(void) {
     if (kk_test_no_gpu()) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(gemm_sizes_pass),       cmocka_unit_test(linear_every_form_passes),
-        cmocka_unit_test(activation_tails_pass), cmocka_unit_test(f32_is_declined),
-        cmocka_unit_test(wrong_kernels_fail),    cmocka_unit_test(strided_views_give_the_same_bits),
+        cmocka_unit_test(gemm_sizes_pass),
+        cmocka_unit_test(linear_every_form_passes),
+        cmocka_unit_test(activation_tails_pass),
+        cmocka_unit_test(decode_kernel_passes),
+        cmocka_unit_test(f32_is_declined),
+        cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(strided_views_give_the_same_bits),
         cmocka_unit_test(sm80_kernel_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 // The gemm and linear slots on CUDA: their tensors to the kernels' arguments
-// (strides read off the tensors), the choice of kernel (Hopper's where the
-// device and the tensor maps allow, else the sm_80-class one; KK_GEMM_KERNEL=
-// sm80 forces the latter), the launch. bf16 and f16; f32 is answered
+// (strides read off the tensors), the choice of kernel (the GEMV for M <= 8,
+// Hopper's where the device and the tensor maps allow, else the sm_80-class
+// one; KK_GEMM_KERNEL=sm80|sm90 forces one), the launch. bf16 and f16; f32 is answered
 // KK_ERR_UNSUPPORTED (the CPU runs it). docs/kernels/gemm.md.
 #include <cuda_runtime.h>
 
@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/kernels/gemm_gemv.cuh"
 #include "cuda/kernels/gemm_sm80.cuh"
 #include "cuda/kernels/gemm_sm90.cuh"
 #include "cuda/kernels/launch_util.cuh"
@@ -88,9 +89,23 @@ bool is_hopper() {
     return v == 1;
 }
 
-bool sm80_forced() {
+// KK_GEMM_KERNEL=sm80 or sm90 forces that kernel (where it applies) over the
+// default choice.
+bool forced(const char *name) {
     const char *e = getenv("KK_GEMM_KERNEL");
-    return e && strcmp(e, "sm80") == 0;
+    return e && strcmp(e, name) == 0;
+}
+
+// The decode kernel for M <= 8: MMAX the smallest of 1, 2, 4, 8 that holds M.
+template <typename T, int ACT, int MMAX>
+kk_status launch_gemv(const Args &a, cudaStream_t s, const char *op) {
+    const int rows_per_block = kk_gemm::kGemvWarps * kk_gemm::kGemvRows;
+    const unsigned grid = (unsigned)((a.N + rows_per_block - 1) / rows_per_block);
+    kk_gemm::gemv_kernel<T, ACT, MMAX><<<grid, kk_gemm::kGemvWarps * 32, 0, s>>>(a);
+    const cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return KK_OK;
+    return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, op, cudaGetErrorName(e), cudaGetErrorString(e),
+                          "launching the gemv kernel failed");
 }
 
 // The Hopper kernel, or cudaErrorNotSupported when the tensors do not suit
@@ -118,7 +133,13 @@ template <typename T, int ACT> cudaError_t launch_sm90(const Args &a, cudaStream
 
 template <typename T, int ACT>
 kk_status launch_act(const Args &a, bool aligned, cudaStream_t s, const char *op) {
-    if (aligned && is_hopper() && !sm80_forced()) {
+    if (aligned && a.M <= 8 && !forced("sm80") && !forced("sm90")) {
+        if (a.M == 1) return launch_gemv<T, ACT, 1>(a, s, op);
+        if (a.M == 2) return launch_gemv<T, ACT, 2>(a, s, op);
+        if (a.M <= 4) return launch_gemv<T, ACT, 4>(a, s, op);
+        return launch_gemv<T, ACT, 8>(a, s, op);
+    }
+    if (aligned && is_hopper() && !forced("sm80")) {
         const cudaError_t e = launch_sm90<T, ACT>(a, s);
         if (e == cudaSuccess) return KK_OK;
         if (e != cudaErrorNotSupported)
