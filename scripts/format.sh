@@ -4,7 +4,8 @@
 # (scripts/gen_wgmma.py) is left as generated.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-files=$(git ls-files '*.c' '*.h' '*.cu' '*.cuh' | grep -v '^src/cuda/kernels/wgmma.cuh$')
+files=$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cu' '*.cuh' |
+  grep -v '^src/cuda/kernels/wgmma.cuh$')
 if [ "${1:-}" = --check ]; then
   bad=0
   for f in $files; do

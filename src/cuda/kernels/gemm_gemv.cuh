@@ -44,11 +44,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const Args p) {
     const T *a = static_cast<const T *>(p.a);
     for (int k0 = 0; k0 < p.K; k0 += KC) {
         const int kc = p.K - k0 < KC ? p.K - k0 : KC; // a multiple of 8
-        __syncthreads(); // the last chunk's readers are done
+        __syncthreads();                              // the last chunk's readers are done
         for (int i = threadIdx.x; i < MMAX * (kc / 8); i += kGemvWarps * 32) {
             const int m = i / (kc / 8), c = i % (kc / 8);
             uint4 v = make_uint4(0, 0, 0, 0);
-            if (m < p.M) v = *reinterpret_cast<const uint4 *>(a + (long long)m * p.lda + k0 + c * 8);
+            if (m < p.M)
+                v = *reinterpret_cast<const uint4 *>(a + (long long)m * p.lda + k0 + c * 8);
             *reinterpret_cast<uint4 *>(xs + m * KC + c * 8) = v;
         }
         __syncthreads();
