@@ -16,8 +16,6 @@
 #define SEQ_MAX (INT64_C(1) << 20)
 #define TOTAL_MAX (INT64_C(1) << 24)
 
-static const char *const varlen_dtypes[] = {"f32", "f16", "bf16", NULL};
-
 #define P_INT(nm, lo, hi, d, h)                                                                    \
     { .name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = 1, .def = d, .help = h }
 #define P_BOOL(nm, d, h)                                                                           \
@@ -26,42 +24,52 @@ static const char *const varlen_dtypes[] = {"f32", "f16", "bf16", NULL};
     { .name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h }
 
 const kk_op_param kk__attention_varlen_params[KK__AVL_NPARAMS] = {
-    P_INT("nseq", 0, 65536, 0, "sequences; 0 = as many as seqlens_q has"),
-    P_INT("Hq", 1, 1024, 4, "query heads"),
-    P_INT("Hkv", 1, 1024, 4, "key/value heads; Hq % Hkv == 0 (GQA)"),
-    P_INT("total_q", 0, TOTAL_MAX, 0, "query rows of all sequences; 0 = the sum of seqlens_q"),
-    P_INT("total_k", 0, TOTAL_MAX, 0, "keys of all sequences; 0 = the sum of seqlens_k"),
-    P_INT("max_seqlen_q", 0, SEQ_MAX, 0,
-          "at least the longest query sequence (sizes the CUDA grid); 0 = the longest"),
-    P_INT("max_seqlen_k", 0, SEQ_MAX, 0, "at least the longest key sequence; 0 = the longest"),
-    P_INT("D", 16, 256, 64, "head dimension"),
-    P_BOOL("causal", 0, "query i of a sequence sees keys j <= i + Sk - Sq of that sequence"),
-    P_INT("window_left", -1, SEQ_MAX, -1, "keys j >= i + Sk - Sq - w only; -1 = unlimited"),
-    P_INT("window_right", -1, SEQ_MAX, -1, "keys j <= i + Sk - Sq + w only; -1 = unlimited"),
-    P_FLOAT("scale", 0.0, 1e6, 0.0, "softmax scale; 0 = 1/sqrt(D)"),
-    P_BOOL("lse", 0, "also write the log-sum-exp [1,Hq,total_q] (f32, natural log)"),
-    {.name = "dtype",
-     .kind = KK_PARAM_DTYPE,
-     .choices = varlen_dtypes,
-     .def = KK_DTYPE_BF16,
-     .help = "element type of q, k, v and o"},
-    P_FLOAT("dropout", 0.0, 0.99, 0.0,
-            "drop probability of each softmax weight (src/core/philox.h, batch = sequence)"),
-    P_INT("seed", 0, INT64_MAX, 0, "dropout: Philox key"),
-    P_INT("offset", 0, INT64_MAX, 0, "dropout: Philox counter offset"),
-    {.name = "seqlens_q",
-     .kind = KK_PARAM_LIST,
-     .min = 0,
-     .max = SEQ_MAX,
-     .help = "query length of each sequence, e.g. 5:0:17 (fills cu_seqlens_q); none = the even "
-             "split of total_q",
-     .def_list = "37:0:100:64"},
-    {.name = "seqlens_k",
-     .kind = KK_PARAM_LIST,
-     .min = 0,
-     .max = SEQ_MAX,
-     .help = "key length of each sequence, as many as seqlens_q",
-     .def_list = "50:7:100:64"},
+    [KK__AVL_NSEQ] = P_INT("nseq", 0, 65536, 0, "sequences; 0 = as many as seqlens_q has"),
+    [KK__AVL_HQ] = P_INT("Hq", 1, 1024, 4, "query heads"),
+    [KK__AVL_HKV] = P_INT("Hkv", 1, 1024, 4, "key/value heads; Hq % Hkv == 0 (GQA)"),
+    [KK__AVL_TQ] =
+        P_INT("total_q", 0, TOTAL_MAX, 0, "query rows of all sequences; 0 = the sum of seqlens_q"),
+    [KK__AVL_TK] =
+        P_INT("total_k", 0, TOTAL_MAX, 0, "keys of all sequences; 0 = the sum of seqlens_k"),
+    [KK__AVL_MAXQ] =
+        P_INT("max_seqlen_q", 0, SEQ_MAX, 0,
+              "at least the longest query sequence (sizes the CUDA grid); 0 = the longest"),
+    [KK__AVL_MAXK] =
+        P_INT("max_seqlen_k", 0, SEQ_MAX, 0, "at least the longest key sequence; 0 = the longest"),
+    [KK__AVL_D] = P_INT("D", 16, 256, 64, "head dimension"),
+    [KK__AVL_CAUSAL] =
+        P_BOOL("causal", 0, "query i of a sequence sees keys j <= i + Sk - Sq of that sequence"),
+    [KK__AVL_WL] =
+        P_INT("window_left", -1, SEQ_MAX, -1, "keys j >= i + Sk - Sq - w only; -1 = unlimited"),
+    [KK__AVL_WR] =
+        P_INT("window_right", -1, SEQ_MAX, -1, "keys j <= i + Sk - Sq + w only; -1 = unlimited"),
+    [KK__AVL_SCALE] = P_FLOAT("scale", 0.0, 1e6, 0.0, "softmax scale; 0 = 1/sqrt(D)"),
+    [KK__AVL_LSE] =
+        P_BOOL("lse", 0, "also write the log-sum-exp [1,Hq,total_q] (f32, natural log)"),
+    [KK__AVL_DTYPE] = {.name = "dtype",
+                       .kind = KK_PARAM_DTYPE,
+                       .choices = kk__float_dtypes,
+                       .def = KK_DTYPE_BF16,
+                       .help = "element type of q, k, v and o"},
+    [KK__AVL_DROPOUT] =
+        P_FLOAT("dropout", 0.0, 0.99, 0.0,
+                "drop probability of each softmax weight (src/core/philox.h, batch = sequence)"),
+    [KK__AVL_SEED] = P_INT("seed", 0, INT64_MAX, 0, "dropout: Philox key"),
+    [KK__AVL_OFFSET] = P_INT("offset", 0, INT64_MAX, 0, "dropout: Philox counter offset"),
+    [KK__AVL_LENS_Q] =
+        {.name = "seqlens_q",
+         .kind = KK_PARAM_LIST,
+         .min = 0,
+         .max = SEQ_MAX,
+         .help = "query length of each sequence, e.g. 5:0:17 (fills cu_seqlens_q); none = the even "
+                 "split of total_q",
+         .def_list = "37:0:100:64"},
+    [KK__AVL_LENS_K] = {.name = "seqlens_k",
+                        .kind = KK_PARAM_LIST,
+                        .min = 0,
+                        .max = SEQ_MAX,
+                        .help = "key length of each sequence, as many as seqlens_q",
+                        .def_list = "50:7:100:64"},
 };
 
 /* The list of `which` (0: queries, 1: keys) and its count. */

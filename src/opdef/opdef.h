@@ -101,6 +101,14 @@ const kk_op *kk__op_by_id(int id);
                                      KK__TOL(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, fl),        \
                                      KK__TOL(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, fl)}
 
+/* Ops whose f32 arithmetic is exact to a few units of roundoff (the norms,
+ * RoPE): 1e-5 throughout in f32, the float ops' rows in f16 and bf16. Each op's
+ * header says why it fits. */
+#define KK__ROW_OP_TOLERANCES                                                                      \
+    .ntolerances = 3, .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-5, 1e-5, 1e-5, KK__BOTH, 0),         \
+                                     KK__TOL(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, 0),         \
+                                     KK__TOL(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, 0)}
+
 extern const char *const kk__float_dtypes[]; /* "f32", "f16", "bf16" */
 
 /* Fill one tensor description (numel computed); returns 1 so describe

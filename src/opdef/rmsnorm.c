@@ -10,32 +10,31 @@
 #include "opdef/opdef.h"
 #include "opdef/rmsnorm.h"
 
-static const char *const norm_dtypes[] = {"f32", "f16", "bf16", NULL};
-
 const kk_op_param kk__rmsnorm_params[KK__RMS_NPARAMS] = {
-    {.name = "rows",
-     .kind = KK_PARAM_INT,
-     .min = 1,
-     .max = INT64_C(1) << 24,
-     .def = 256,
-     .help = "rows of x and y (tokens)"},
-    {.name = "n",
-     .kind = KK_PARAM_INT,
-     .min = 1,
-     .max = INT64_C(1) << 24,
-     .def = 1024,
-     .help = "the normalized dimension: columns of x and y, length of w"},
-    {.name = "eps",
-     .kind = KK_PARAM_FLOAT,
-     .fmin = 1e-12,
-     .fmax = 1.0,
-     .fdef = 1e-6,
-     .help = "added to mean(x^2) inside the square root; > 0, so a zero row gives 0, not NaN"},
-    {.name = "dtype",
-     .kind = KK_PARAM_DTYPE,
-     .choices = norm_dtypes,
-     .def = KK_DTYPE_BF16,
-     .help = "element type of x, w and y"},
+    [KK__RMS_ROWS] = {.name = "rows",
+                      .kind = KK_PARAM_INT,
+                      .min = 1,
+                      .max = INT64_C(1) << 24,
+                      .def = 256,
+                      .help = "rows of x and y (tokens)"},
+    [KK__RMS_N] = {.name = "n",
+                   .kind = KK_PARAM_INT,
+                   .min = 1,
+                   .max = INT64_C(1) << 24,
+                   .def = 1024,
+                   .help = "the normalized dimension: columns of x and y, length of w"},
+    [KK__RMS_EPS] =
+        {.name = "eps",
+         .kind = KK_PARAM_FLOAT,
+         .fmin = 1e-12,
+         .fmax = 1.0,
+         .fdef = 1e-6,
+         .help = "added to mean(x^2) inside the square root; > 0, so a zero row gives 0, not NaN"},
+    [KK__RMS_DTYPE] = {.name = "dtype",
+                       .kind = KK_PARAM_DTYPE,
+                       .choices = kk__float_dtypes,
+                       .def = KK_DTYPE_BF16,
+                       .help = "element type of x, w and y"},
 };
 
 int kk__rmsnorm_describe(const kk_op_params *p, kk_op_tensor *out) {

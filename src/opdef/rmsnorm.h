@@ -32,22 +32,7 @@ kk_status kk__rmsnorm_reference(const kk_op_params *p, const double *const *in, 
  * rounding of y (u = 2^-11, 2^-8) and take the float ops' rows: rtol about
  * 4u. A kernel that ignores eps (eps = 0.1: r off by 5%) or forgets the mean
  * fails all three. Relative L2 as for every float op. */
-#define KK__NORM_TOLERANCES                                                                        \
-    .ntolerances = 3, .tolerances = {{.dtype = KK_DTYPE_F32,                                       \
-                                      .atol = 1e-5,                                                \
-                                      .rtol = 1e-5,                                                \
-                                      .l2 = 1e-5,                                                  \
-                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
-                                     {.dtype = KK_DTYPE_F16,                                       \
-                                      .atol = 1e-3,                                                \
-                                      .rtol = 2e-3,                                                \
-                                      .l2 = 5e-3,                                                  \
-                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
-                                     {.dtype = KK_DTYPE_BF16,                                      \
-                                      .atol = 1e-2,                                                \
-                                      .rtol = 1.6e-2,                                              \
-                                      .l2 = 1e-2,                                                  \
-                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
+#define KK__NORM_TOLERANCES KK__ROW_OP_TOLERANCES
 
 extern const kk_op kk__op_rmsnorm;
 

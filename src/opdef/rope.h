@@ -42,22 +42,7 @@ int64_t kk__rope_rotary_dim(const kk_op_params *p);
  * rtol 1e-5. f16 and bf16 are dominated by the rounding of y and take the
  * float ops' rows (rtol about 4u). Pairs of the other style, or a wrong
  * frequency, move outputs by O(|x|) and fail all three. */
-#define KK__ROPE_TOLERANCES                                                                        \
-    .ntolerances = 3, .tolerances = {{.dtype = KK_DTYPE_F32,                                       \
-                                      .atol = 1e-5,                                                \
-                                      .rtol = 1e-5,                                                \
-                                      .l2 = 1e-5,                                                  \
-                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
-                                     {.dtype = KK_DTYPE_F16,                                       \
-                                      .atol = 1e-3,                                                \
-                                      .rtol = 2e-3,                                                \
-                                      .l2 = 5e-3,                                                  \
-                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2},             \
-                                     {.dtype = KK_DTYPE_BF16,                                      \
-                                      .atol = 1e-2,                                                \
-                                      .rtol = 1.6e-2,                                              \
-                                      .l2 = 1e-2,                                                  \
-                                      .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2}}
+#define KK__ROPE_TOLERANCES KK__ROW_OP_TOLERANCES
 
 extern const kk_op kk__op_rope;
 

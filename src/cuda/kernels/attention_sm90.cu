@@ -166,28 +166,13 @@ cudaError_t launch_dim(const Params &p, int kd, cudaStream_t stream) {
 } // namespace
 
 bool hopper_ready() {
-    static std::atomic<int> cached[64]; // 0 unknown, 1 yes, 2 no
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    int v = cached[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
+    static const bool forced_sm80 = [] {
         const char *env = getenv("KK_ATTN_KERNEL");
-        int major = 0, minor = 0;
-        cudaFuncAttributes attr;
-        const bool ok =
-            !(env && !strcmp(env, "sm80")) &&
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-            major == 9 && minor == 0 &&
-            cudaFuncGetAttributes(
-                &attr, attention_hopper_kernel<128, __nv_bfloat16, false, HopperTiles128>) ==
-                cudaSuccess &&
-            attr.binaryVersion == 90;
-        if (!ok) (void)cudaGetLastError(); // a failed query leaves no sticky error
-        v = ok ? 1 : 2;
-        cached[dev].store(v, std::memory_order_relaxed);
-    }
-    return v == 1;
+        return env && !strcmp(env, "sm80");
+    }();
+    return !forced_sm80 &&
+           kk_cuda::sm90a_ready<
+               attention_hopper_kernel<128, __nv_bfloat16, false, HopperTiles128>>();
 }
 
 cudaError_t launch_hopper(const Params &p, int kd, bool bf16, cudaStream_t stream) {

@@ -73,22 +73,6 @@ bool matrix_map(CUtensorMap *map, const void *base, bool bf16, int rows, int K, 
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// sm_90 (compute capability 9.0: the build's sm_90a code runs), once per device.
-bool is_hopper() {
-    static std::atomic<int> cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    int v = cached[dev].load(std::memory_order_relaxed);
-    if (v == 0) {
-        int major = 0, minor = 0;
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-        v = major == 9 && minor == 0 ? 1 : 2;
-        cached[dev].store(v, std::memory_order_relaxed);
-    }
-    return v == 1;
-}
-
 // KK_GEMM_KERNEL=sm80 or sm90 forces that kernel (where it applies) over the
 // default choice.
 bool forced(const char *name) {
@@ -139,7 +123,7 @@ kk_status launch_act(const Args &a, bool aligned, cudaStream_t s, const char *op
         if (a.M <= 4) return launch_gemv<T, ACT, 4>(a, s, op);
         return launch_gemv<T, ACT, 8>(a, s, op);
     }
-    if (aligned && is_hopper() && !forced("sm80")) {
+    if (aligned && !forced("sm80") && kk_cuda::sm90a_ready<kk_gemm::gemm_sm90_kernel<T, ACT>>()) {
         const cudaError_t e = launch_sm90<T, ACT>(a, s);
         if (e == cudaSuccess) return KK_OK;
         if (e != cudaErrorNotSupported)

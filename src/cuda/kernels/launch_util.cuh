@@ -52,4 +52,27 @@ inline int smem_optin() {
     return n;
 }
 
+// True when the current device is compute capability 9.0 and `Kernel` has
+// sm_90a machine code in this build (a build for other architectures only
+// would run an sm_90a kernel's empty body), read once per device.
+template <auto Kernel> bool sm90a_ready() {
+    static std::atomic<int> cached[64]; // 0 unknown, 1 yes, 2 no
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    int v = cached[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        int major = 0, minor = 0;
+        cudaFuncAttributes attr;
+        const bool ok =
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+            major == 9 && minor == 0 && cudaFuncGetAttributes(&attr, Kernel) == cudaSuccess &&
+            attr.binaryVersion == 90;
+        if (!ok) (void)cudaGetLastError(); // a failed query leaves no sticky error
+        v = ok ? 1 : 2;
+        cached[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+}
+
 } // namespace kk_cuda

@@ -87,36 +87,11 @@ template <int DT> __global__ void __launch_bounds__(1024) rmsnorm_long(RowArgs a
     }
 }
 
-template <int DT, int G, int VPT> kk_status go(const RowArgs &a, cudaStream_t s) {
-    constexpr int threads = Group<G>::kThreads, rpb = Group<G>::kRowsPerBlock;
-    const unsigned grid = grid_for<rmsnorm_kernel<DT, G, VPT>>((a.rows + rpb - 1) / rpb, threads);
-    rmsnorm_kernel<DT, G, VPT><<<grid, threads, 0, s>>>(a);
-    return launch_status("rmsnorm", grid, threads);
-}
-
-template <int DT> kk_status go_long(const RowArgs &a, cudaStream_t s) {
-    const unsigned grid = grid_for<rmsnorm_long<DT>>(a.rows, 1024);
-    rmsnorm_long<DT><<<grid, 1024, 0, s>>>(a);
-    return launch_status("rmsnorm", grid, 1024);
-}
-
-template <int DT> kk_status go_dtype(const RowArgs &a, cudaStream_t s) {
-    constexpr int V = Elem<DT>::kVec;
-    const Shape sh = choose_shape((a.n + V - 1) / V, V);
-    switch (sh.g * 8 + sh.vpt) {
-    case 32 * 8 + 1: return go<DT, 32, 1>(a, s);
-    case 32 * 8 + 2: return go<DT, 32, 2>(a, s);
-    case 32 * 8 + 4: return go<DT, 32, 4>(a, s);
-    case 128 * 8 + 2: return go<DT, 128, 2>(a, s);
-    case 128 * 8 + 4: return go<DT, 128, 4>(a, s);
-    case 256 * 8 + 4: return go<DT, 256, 4>(a, s);
-    case 512 * 8 + 4: return go<DT, 512, 4>(a, s);
-    case 1024 * 8 + 4:
-        if constexpr (V == 4) return go<DT, 1024, 4>(a, s);
-        return go_long<DT>(a, s);
-    default: return go_long<DT>(a, s);
-    }
-}
+struct Kernels {
+    static constexpr const char *kName = "rmsnorm";
+    template <int DT, int G, int VPT> static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT>;
+    template <int DT> static constexpr auto Long = &rmsnorm_long<DT>;
+};
 
 } // namespace
 
@@ -127,10 +102,7 @@ extern "C" kk_status kk__rmsnorm_cuda(const kk_op_params *p, kk_tensor *const *t
     const kk_dtype dt = (kk_dtype)p->i[KK__RMS_DTYPE];
     RowArgs a = row_args(p, t, 3, 1, dt == KK_DTYPE_F32 ? 4 : 8);
     a.eps = p->f[KK__RMS_EPS];
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (dt == KK_DTYPE_F32) return go_dtype<kF32>(a, s);
-    if (dt == KK_DTYPE_F16) return go_dtype<kF16>(a, s);
-    return go_dtype<kBF16>(a, s);
+    return launch_rows<Kernels>(a, dt, static_cast<cudaStream_t>(stream));
 }
 
 extern "C" const kk__slot kk__rmsnorm_cuda_slot = {kk__rmsnorm_cuda, 1};

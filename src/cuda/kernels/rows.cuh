@@ -280,6 +280,54 @@ inline kk_status launch_status(const char *op, int64_t grid, int threads) {
                           threads);
 }
 
+// The launch the norms and softmax share: the shape the row length asks for
+// (choose_shape) and the op's kernel for it, or its two-pass kernel for rows
+// longer than registers hold. Op names its kernels:
+//   struct Op {
+//       static constexpr const char *kName = "rmsnorm";
+//       template <int DT, int G, int VPT> static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT>;
+//       template <int DT> static constexpr auto Long = &rmsnorm_long<DT>;
+//   };
+template <class Op, int DT, int G, int VPT>
+kk_status launch_shape(const RowArgs &a, cudaStream_t s) {
+    constexpr auto kernel = Op::template Rows<DT, G, VPT>;
+    constexpr int threads = Group<G>::kThreads, rpb = Group<G>::kRowsPerBlock;
+    const unsigned grid = grid_for<kernel>((a.rows + rpb - 1) / rpb, threads);
+    kernel<<<grid, threads, 0, s>>>(a);
+    return launch_status(Op::kName, grid, threads);
+}
+
+template <class Op, int DT> kk_status launch_long(const RowArgs &a, cudaStream_t s) {
+    constexpr auto kernel = Op::template Long<DT>;
+    const unsigned grid = grid_for<kernel>(a.rows, 1024);
+    kernel<<<grid, 1024, 0, s>>>(a);
+    return launch_status(Op::kName, grid, 1024);
+}
+
+template <class Op, int DT> kk_status launch_dtype(const RowArgs &a, cudaStream_t s) {
+    constexpr int V = Elem<DT>::kVec;
+    const Shape sh = choose_shape((a.n + V - 1) / V, V);
+    switch (sh.g * 8 + sh.vpt) {
+    case 32 * 8 + 1: return launch_shape<Op, DT, 32, 1>(a, s);
+    case 32 * 8 + 2: return launch_shape<Op, DT, 32, 2>(a, s);
+    case 32 * 8 + 4: return launch_shape<Op, DT, 32, 4>(a, s);
+    case 128 * 8 + 2: return launch_shape<Op, DT, 128, 2>(a, s);
+    case 128 * 8 + 4: return launch_shape<Op, DT, 128, 4>(a, s);
+    case 256 * 8 + 4: return launch_shape<Op, DT, 256, 4>(a, s);
+    case 512 * 8 + 4: return launch_shape<Op, DT, 512, 4>(a, s);
+    case 1024 * 8 + 4:
+        if constexpr (V == 4) return launch_shape<Op, DT, 1024, 4>(a, s);
+        return launch_long<Op, DT>(a, s);
+    default: return launch_long<Op, DT>(a, s);
+    }
+}
+
+template <class Op> kk_status launch_rows(const RowArgs &a, kk_dtype dt, cudaStream_t s) {
+    if (dt == KK_DTYPE_F32) return launch_dtype<Op, kF32>(a, s);
+    if (dt == KK_DTYPE_F16) return launch_dtype<Op, kF16>(a, s);
+    return launch_dtype<Op, kBF16>(a, s);
+}
+
 } // namespace kk_rows
 
 #endif
