@@ -52,9 +52,11 @@ inline int smem_optin() {
     return n;
 }
 
-// True when the current device is compute capability 9.0 and `Kernel` has
-// sm_90a machine code in this build (a build for other architectures only
-// would run an sm_90a kernel's empty body), read once per device.
+// True when the current device is compute capability 9.0 and `Kernel` was
+// compiled for sm_90a in this build, read once per device. A build for sm_80
+// only holds compute_80 PTX, which the driver JIT-compiles for the device
+// (binaryVersion 90 all the same) into the sm_90a kernel's empty body: its
+// ptxVersion (80) is what tells them apart.
 template <auto Kernel> bool sm90a_ready() {
     static std::atomic<int> cached[64]; // 0 unknown, 1 yes, 2 no
     int dev = 0;
@@ -67,7 +69,7 @@ template <auto Kernel> bool sm90a_ready() {
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
             major == 9 && minor == 0 && cudaFuncGetAttributes(&attr, Kernel) == cudaSuccess &&
-            attr.binaryVersion == 90;
+            attr.binaryVersion == 90 && attr.ptxVersion == 90;
         if (!ok) (void)cudaGetLastError(); // a failed query leaves no sticky error
         v = ok ? 1 : 2;
         cached[dev].store(v, std::memory_order_relaxed);
