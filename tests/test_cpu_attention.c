@@ -3,7 +3,8 @@
  * reference, through the harness's own runner (fresh seeded inputs, poisoned
  * outputs, the op's tolerances): odd shapes, GQA/MQA, causal with Sq != Sk,
  * windows, fully masked rows, D = 16/40/256, dropout and lse, in every dtype,
- * with the AVX2 + FMA micro-kernels and with the generic ones; 400k keys. Wrong variants
+ * with each instruction set's micro-kernels the CPU can run (generic, AVX2 +
+ * FMA, AVX-512), each forced by the ISA cap; 400k keys. Wrong variants
  * of the same kernel (causal shifted by one key, dropout with another offset
  * or seed) must fail; the dropout mask must be the reference's bit for bit;
  * the exp2 polynomial must be accurate; the result must not depend on the
@@ -43,9 +44,15 @@ static const char *const shapes[] = {
     "B=1 Hq=2 Hkv=1 Sq=129 Sk=65 D=16 window_left=5 window_right=3 dropout=0.1 lse=1",
 };
 
-static void passes_in_every_dtype(int generic) {
+/* The highest level with its own attention kernels that this CPU runs. */
+static int top_level(void) {
+    const int s = (int)kk__cpu_isa_supported();
+    return s < KK__ISA_AVX512 ? s : KK__ISA_AVX512;
+}
+
+static void passes_in_every_dtype(int isa) {
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
-    kk__att_force_generic(generic);
+    kk__cpu_isa_cap(isa);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int d = 0; d < 3; d++) {
             char text[256];
@@ -53,22 +60,31 @@ static void passes_in_every_dtype(int generic) {
             const kk_case_result r = run_with(text, NULL, 1000 + s);
             assert_int_equal(r.status, KK_CASE_PASS);
         }
-    kk__att_force_generic(0);
+    kk__cpu_isa_cap(-1);
+}
+
+static void passes_with_avx512(void **state) {
+    (void)state;
+    if (!kk__att_kernels_avx512()) skip(); /* the lower levels' tests cover the kernel */
+    kk__cpu_isa_cap(KK__ISA_AVX512);
+    assert_string_equal(kk__att_kernels_best()->name, "avx512");
+    passes_in_every_dtype(KK__ISA_AVX512);
 }
 
 static void passes_with_avx2_fma(void **state) {
     (void)state;
     if (!kk__att_kernels_avx2_fma())
         skip(); /* not x86, or no AVX2 + FMA: the generic test covers the kernel */
+    kk__cpu_isa_cap(KK__ISA_AVX2);
     assert_string_equal(kk__att_kernels_best()->name, "avx2+fma");
-    passes_in_every_dtype(0);
+    passes_in_every_dtype(KK__ISA_AVX2);
 }
 
 static void passes_with_generic_kernels(void **state) {
     (void)state;
-    kk__att_force_generic(1);
+    kk__cpu_isa_cap(KK__ISA_GENERIC);
     assert_string_equal(kk__att_kernels_best()->name, "generic");
-    passes_in_every_dtype(1);
+    passes_in_every_dtype(KK__ISA_GENERIC);
 }
 
 /* 400k keys: one f32 running sum over every key fails the f32 relative L2
@@ -76,14 +92,14 @@ static void passes_with_generic_kernels(void **state) {
  * keeps it at 8e-7, as for a short Sk. */
 static void long_key_rows_stay_accurate(void **state) {
     (void)state;
-    for (int generic = 0; generic < 2; generic++) {
-        kk__att_force_generic(generic);
+    for (int isa = 0; isa <= top_level(); isa++) {
+        kk__cpu_isa_cap(isa);
         const kk_case_result r =
             run_with("B=1 Hq=2 Hkv=1 Sq=3 Sk=400000 D=16 lse=1 dtype=f32", NULL, 3);
         assert_int_equal(r.status, KK_CASE_PASS);
         assert_true(r.rel_l2_err < 2e-6);
     }
-    kk__att_force_generic(0);
+    kk__cpu_isa_cap(-1);
 }
 
 /* ---- wrong variants: the real kernel with a parameter bent ---- */
@@ -157,8 +173,8 @@ static void dropout_mask_is_the_references(void **state) {
     kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 4, ks, NULL, v, &t[2]));
     kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 4, qs, NULL, o, &t[3]));
     const uint32_t threshold = kk__dropout_threshold(drop);
-    for (int generic = 0; generic < 2; generic++) {
-        kk__att_force_generic(generic);
+    for (int isa = 0; isa <= top_level(); isa++) {
+        kk__cpu_isa_cap(isa);
         kk_assert_ok(kk_op_run(&p, t, NULL));
         int kept = 0, seen = 0;
         for (int b = 0; b < B; b++)
@@ -183,7 +199,7 @@ static void dropout_mask_is_the_references(void **state) {
         /* not a vacuous comparison: about half of the weights are dropped */
         assert_true(kept > seen / 3 && kept < 2 * seen / 3);
     }
-    kk__att_force_generic(0);
+    kk__cpu_isa_cap(-1);
     for (int i = 0; i < 4; i++) kk_tensor_destroy(t[i]);
 }
 
@@ -194,10 +210,11 @@ static void dropout_mask_is_the_references(void **state) {
  * arguments whose value is below f32's normal range. */
 static void exp2_is_accurate(void **state) {
     (void)state;
-    const kk__att_kernels *impl[2] = {kk__att_kernels_generic(), kk__att_kernels_avx2_fma()};
+    const kk__att_kernels *impl[3] = {kk__att_kernels_generic(), kk__att_kernels_avx2_fma(),
+                                      kk__att_kernels_avx512()};
     enum { N = 20003 }; /* odd: the vector kernel's tail runs too */
     static float x[N], y[N];
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 3; t++) {
         if (!impl[t]) continue;
         for (int i = 0; i < N; i++) x[i] = -126.0f + 252.0f * (float)i / (float)(N - 1);
         memcpy(y, x, sizeof x);
@@ -356,6 +373,7 @@ static void slot_refuses_wrong_tensors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exp2_is_accurate),
+        cmocka_unit_test(passes_with_avx512),
         cmocka_unit_test(passes_with_avx2_fma),
         cmocka_unit_test(passes_with_generic_kernels),
         cmocka_unit_test(long_key_rows_stay_accurate),

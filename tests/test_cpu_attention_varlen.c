@@ -41,26 +41,26 @@ static const char *const shapes[] = {
     "nseq=5 total_q=97 total_k=203 Hq=2 Hkv=1 D=64 causal=1 lse=1 seqlens_q=none seqlens_k=none",
 };
 
-static void passes_in_every_dtype(int generic) {
+static void passes_in_every_dtype(int isa) {
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
-    kk__att_force_generic(generic);
+    kk__cpu_isa_cap(isa);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int d = 0; d < 3; d++) {
             char text[512];
             snprintf(text, sizeof text, "%s dtype=%s", shapes[s], dtypes[d]);
             assert_int_equal(run_with(text, NULL, 2000 + s).status, KK_CASE_PASS);
         }
-    kk__att_force_generic(0);
+    kk__cpu_isa_cap(-1);
 }
 
 static void passes_with_best_kernels(void **state) {
     (void)state;
-    passes_in_every_dtype(0);
+    passes_in_every_dtype(-1);
 }
 
 static void passes_with_generic_kernels(void **state) {
     (void)state;
-    passes_in_every_dtype(1);
+    passes_in_every_dtype(KK__ISA_GENERIC);
 }
 
 /* Random cases (kk_case_fuzz draws the lengths, zeros included). */
@@ -203,13 +203,13 @@ static void check_sequences_alone(const int *lq, const int *lk, int nseq, int ca
 static void packed_equals_sequences_alone(void **state) {
     (void)state;
     const int lq[] = {37, 0, 100, 1, 49, 5}, lk[] = {50, 7, 100, 64, 0, 5};
-    for (int generic = 0; generic < 2; generic++) {
-        kk__att_force_generic(generic);
+    for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++) {
+        kk__cpu_isa_cap(isa);
         check_sequences_alone(lq, lk, 6, 0, 0.0);
         check_sequences_alone(lq, lk, 6, 1, 0.0);
         check_sequences_alone(lq, lk, 6, 1, 0.25);
     }
-    kk__att_force_generic(0);
+    kk__cpu_isa_cap(-1);
 }
 
 /* Equal lengths: the packed batch is kk_attention with B = nseq, dropout

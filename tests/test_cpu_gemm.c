@@ -9,9 +9,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_gemm_internal.h"
+#include "cpu/cpu_isa.h"
 #include "opdef/all_ops.h"
 #include "cpu/cpu_kernels.h"
 #include "kernelkit/cases.h"
@@ -120,6 +122,59 @@ static void any_thread_count(void **state) {
         expect_pass(find("gemm"), "M=70 N=45 K=64 dtype=bf16", 6);
     }
     kk_assert_ok(kk_cpu_set_num_threads(before));
+}
+
+/* ---- the bf16 product with AVX512_BF16 (gemm_bf16_cpu.c) ---- */
+
+/* Every instruction-set level the CPU has, each forced by the cap: bf16 gemm
+ * and linear on shapes that cut the 12 x 32 micro-tile, the 96 x 256 work
+ * item and the 512-value k block anywhere (odd K too). */
+static void bf16_at_every_level(void **state) {
+    (void)state;
+    static const char *const shapes[] = {"M=13 N=33 K=1", "M=25 N=31 K=3", "M=97 N=257 K=513",
+                                         "M=193 N=65 K=1025", "M=1 N=300 K=64"};
+    for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++) {
+        kk__cpu_isa_cap(isa);
+        assert_int_equal(kk__cpu_gemm_bf16_available(), isa >= KK__ISA_AVX512_BF16);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            char text[160];
+            snprintf(text, sizeof text, "%s dtype=bf16", shapes[s]);
+            expect_pass(find("gemm"), text, 40 + s);
+            snprintf(text, sizeof text, "%s bias=1 activation=swiglu dtype=bf16", shapes[s]);
+            expect_pass(find("linear"), text, 50 + s);
+        }
+    }
+    kk__cpu_isa_cap(-1);
+}
+
+/* Small integers in bf16 make every product and every partial sum exact in
+ * f32, so the packed kernel must give exactly the integer result, on strided
+ * operands and an output with a leading dimension past n. */
+static void bf16_product_is_exact(void **state) {
+    (void)state;
+    if (kk__cpu_isa_supported() < KK__ISA_AVX512_BF16) skip();
+    enum { M = 200, N = 290, K = 1101, LDA = K + 3, LDB = K + 1, LDC = N + 5 };
+    uint16_t *a = malloc(sizeof(uint16_t) * M * LDA), *b = malloc(sizeof(uint16_t) * N * LDB);
+    float *c = malloc(sizeof(float) * M * LDC);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    for (int i = 0; i < M * LDA; i++) a[i] = kk_f32_to_bf16((float)((i * 7) % 9 - 4));
+    for (int i = 0; i < N * LDB; i++) b[i] = kk_f32_to_bf16((float)((i * 5) % 7 - 3));
+    for (int i = 0; i < M * LDC; i++) c[i] = -12345.0f; /* the columns past N must stay */
+    kk_assert_ok(kk__cpu_gemm_bf16(M, N, K, a, LDA, b, LDB, c, LDC));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < LDC; j++) {
+            double want = -12345.0;
+            if (j < N) {
+                want = 0.0;
+                for (int k = 0; k < K; k++)
+                    want += (double)kk_bf16_to_f32(a[i * LDA + k]) * kk_bf16_to_f32(b[j * LDB + k]);
+            }
+            if (c[i * LDC + j] != want)
+                fail_msg("c[%d][%d] = %g, want %g", i, j, c[i * LDC + j], want);
+        }
+    free(a), free(b), free(c);
 }
 
 /* ---- wrong kernels: the same checker must fail them ---- */
@@ -237,6 +292,7 @@ static void wrong_kernels_fail(void **state) {
     expect_pass(&row, "M=10 N=20 K=30 bias=1 activation=silu dtype=bf16 residual=0", 8);
     row = with_kernel("gemm", wrong_k);
     expect_fail(&row, "M=20 N=21 K=300 dtype=f32", 6);
+    expect_fail(&row, "M=20 N=21 K=300 dtype=bf16", 6); /* the bf16 product where the CPU has it */
 }
 
 /* ---- the vectorizable math against libm ---- */
@@ -277,10 +333,11 @@ static void math_matches_libm(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(gemm_odd_shapes),   cmocka_unit_test(linear_every_activation),
-        cmocka_unit_test(linear_residual),   cmocka_unit_test(every_block_edge),
-        cmocka_unit_test(any_thread_count),  cmocka_unit_test(wrong_kernels_fail),
-        cmocka_unit_test(math_matches_libm),
+        cmocka_unit_test(gemm_odd_shapes),       cmocka_unit_test(linear_every_activation),
+        cmocka_unit_test(linear_residual),       cmocka_unit_test(every_block_edge),
+        cmocka_unit_test(any_thread_count),      cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(math_matches_libm),     cmocka_unit_test(bf16_at_every_level),
+        cmocka_unit_test(bf16_product_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "opdef/all_ops.h"
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
 #include "kernelkit/cases.h"
 
@@ -330,8 +331,8 @@ static void decoder_matches_table(void **state) {
     }
 }
 
-/* Every sum the kernel makes is exact, so the SSE2 and AVX2 builds of its
- * loops agree bit for bit (KK_NVFP4_GEMV_CPU_GENERIC forces SSE2). */
+/* Every sum the kernel makes is exact, so the SSE2, AVX2 and AVX-512 builds
+ * of its loops agree bit for bit (KK_CPU_ISA caps the level, as a user would). */
 static void vector_builds_agree(void **state) {
     (void)state;
     kk_op_params p;
@@ -344,11 +345,15 @@ static void vector_builds_agree(void **state) {
     uint16_t *first = malloc(cbytes);
     kk_assert_ok(kk_op_run(&p, t, NULL));
     memcpy(first, raw[n - 1], cbytes);
-    setenv("KK_NVFP4_GEMV_CPU_GENERIC", "1", 1);
-    kk_assert_ok(kk_poison(raw[n - 1], KK_DTYPE_F16, (size_t)d[n - 1].numel, 1));
-    kk_assert_ok(kk_op_run(&p, t, NULL));
-    unsetenv("KK_NVFP4_GEMV_CPU_GENERIC");
-    assert_memory_equal(first, raw[n - 1], cbytes);
+    static const char *const lower[] = {"generic", "avx2", "avx512"};
+    for (int isa = 0; isa < 3 && isa < (int)kk__cpu_isa_supported(); isa++) {
+        setenv("KK_CPU_ISA", lower[isa], 1);
+        assert_int_equal(kk__cpu_isa(), isa);
+        kk_assert_ok(kk_poison(raw[n - 1], KK_DTYPE_F16, (size_t)d[n - 1].numel, 1));
+        kk_assert_ok(kk_op_run(&p, t, NULL));
+        assert_memory_equal(first, raw[n - 1], cbytes);
+    }
+    unsetenv("KK_CPU_ISA");
     free(first);
     for (int k = 0; k < n; k++) kk_tensor_destroy(t[k]);
 }

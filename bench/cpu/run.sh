@@ -14,9 +14,13 @@
 #
 #   bench/cpu/run.sh                  # build/, all cores, 3 rounds of 3 s per benchmark
 #   BUILD=build-bench THREADS=2 BUDGET=3 ROUNDS=3 bench/cpu/run.sh
+#   ISAS="avx2" bench/cpu/run.sh      # also each KernelKit suite but nvfp4 with the CPU
+#                                     # kernels capped at AVX2 (KK_CPU_ISA), per round
 #
-# Writes bench/results/cpu/kernelkit-cpu-{linear,attention,nvfp4}-r<round>.json,
-# torch-cpu-{linear,attention}-r<round>.json (imported; the raw samples are not kept),
+# Writes, under bench/results/cpu/<cpu model>/ (OUT_DIR overrides):
+# kernelkit-<suite>-r<round>.json for the suites cpu-linear, cpu-linear-bf16,
+# cpu-attention, cpu-attention-bf16, cpu-rowops and cpu-nvfp4, kernelkit-<suite>-<isa>-r<round>.json,
+# torch-<suite>-r<round>.json for the four anchored ones (imported; the raw samples are not kept),
 # report.md (kernelkit report of them all) and ratios.md (bench/cpu/ratios.py: the ratios
 # docs/backends/cpu.md quotes, each taken within one round).
 set -euo pipefail
@@ -25,7 +29,14 @@ BUILD=${BUILD:-build}
 THREADS=${THREADS:-$(nproc)}
 BUDGET=${BUDGET:-3}
 ROUNDS=${ROUNDS:-3}
-OUT=${OUT_DIR:-bench/results/cpu}
+ISAS=${ISAS:-}
+# one folder per CPU model: "AMD EPYC 9654", family 25, model 17 -> amd-epyc-9654-f25m17
+# (a VM may show only "AMD EPYC": the family and model tell Zen 3 from Zen 4)
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr 'A-Z' 'a-z' |
+  sed 's/([^)]*)//g; s/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+fm=$(awk -F': ' '/^cpu family/ && !f {f=$2} /^model[[:space:]]*:/ && !m {m=$2} END {print "f" f "m" m}' /proc/cpuinfo)
+model=$model-$fm
+OUT=${OUT_DIR:-bench/results/cpu/${model:-unknown}}
 VENV=bench/cpu/.venv
 KK=$BUILD/kernelkit
 [ -x "$KK" ] || { echo "run.sh: $KK not found: build first (cmake -S . -B $BUILD && cmake --build $BUILD)" >&2; exit 2; }
@@ -55,16 +66,17 @@ if ! torch_ok; then
 fi
 echo "torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'), $THREADS threads, ${BUDGET}s per benchmark"
 
-# ---- the CPU's bandwidth ceilings (kernelkit bench and --import attach them) ----
+# ---- the CPU's ceilings (kernelkit bench and --import attach them); the
+# arithmetic peaks are taken on the kernels' thread count ----
+export KK_NUM_THREADS=$THREADS
 "$KK" calibrate --device cpu
 
 # ---- rounds: KernelKit, then PyTorch, suite by suite ----
 # Other work on a shared machine changes the speed over minutes, so each suite is
 # measured ROUNDS times with a short budget, KernelKit and PyTorch back to back,
 # and ratios are only taken within a round (bench/cpu/ratios.py).
-export KK_NUM_THREADS=$THREADS
-suites=(cpu-linear cpu-attention cpu-nvfp4)
-anchored=" cpu-linear cpu-attention "  # suites with a PyTorch anchor
+suites=(cpu-linear cpu-linear-bf16 cpu-attention cpu-attention-bf16 cpu-rowops cpu-nvfp4)
+anchored=" cpu-linear cpu-linear-bf16 cpu-attention cpu-attention-bf16 "  # with a PyTorch anchor
 raw=$(mktemp "${TMPDIR:-/tmp}/torch-cpu-raw.XXXXXX.json")
 trap 'rm -f "$raw"' EXIT
 results=()
@@ -74,6 +86,11 @@ for r in $(seq 1 "$ROUNDS"); do
     "$KK" bench --device cpu --suite "bench/suites/$suite.json" --time-budget "$BUDGET" \
       -o "$OUT/kernelkit-$suite-r$r.json"
     results+=("$OUT/kernelkit-$suite-r$r.json")
+    for isa in $ISAS; do
+      [ "$suite" = cpu-nvfp4 ] && continue
+      KK_CPU_ISA=$isa "$KK" bench --device cpu --suite "bench/suites/$suite.json" \
+        --time-budget "$BUDGET" -o "$OUT/kernelkit-$suite-$isa-r$r.json"
+    done
     if [[ $anchored == *" $suite "* ]]; then
       "$VENV/bin/python" bench/cpu/torch_cpu.py "bench/suites/$suite.json" \
         --threads "$THREADS" --time-budget "$BUDGET" --output "$raw"

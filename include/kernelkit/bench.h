@@ -175,6 +175,8 @@ typedef struct kk_bench_environment {
     /* the host */
     char cpu_model[256];
     char cpu_governor[64]; /* scaling_governor of cpu0, "unknown" when unreadable */
+    char cpu_simd[256];    /* kk_cpu_features_str of the host; "" in older files */
+    char cpu_isa[32];      /* kk_cpu_isa(): the CPU kernels' level; "" in older files */
     char hostname[256];
     char os[512]; /* uname: "Linux 6.8.0-45-generic #45 SMP ... x86_64" */
     /* the build */

@@ -102,6 +102,11 @@ typedef struct kk_device_info {
 /* Comma-separated SIMD names ("sse2,avx,avx2,fma") into buf; returns buf. */
 KK_API const char *kk_cpu_features_str(unsigned features, char *buf, size_t size);
 
+/* The instruction-set level the CPU kernels use now: "generic", "avx2"
+ * (AVX2 + FMA), "avx512" (F/BW/VL) or "avx512_bf16": the best this CPU has,
+ * capped by the environment variable KK_CPU_ISA (one of those names). */
+KK_API const char *kk_cpu_isa(void);
+
 /* Threads the CPU backend's kernels use: KK_NUM_THREADS (hardware.cpu.num_threads)
  * when set, else one per online core. n = 0 means one per core; 0..4096. */
 KK_API kk_status kk_cpu_set_num_threads(int n);

@@ -241,6 +241,9 @@ void kk__throttle_text(unsigned long long reasons, char *buf, size_t size);
 /* Fill the CPU fields of `out` (name, cores, threads, features, host memory). */
 void kk__cpu_fill_info(kk_device_info *out);
 
+/* The KK_CPU_* SIMD features of this CPU and OS (cpuid, xgetbv), detected once. */
+unsigned kk__cpu_features(void);
+
 /* Parsers behind kk__cpu_fill_info, on text, for tests. */
 int kk__cpu_parse_model_name(const char *cpuinfo, char *name, size_t size);
 int kk__cpu_count_physical_cores(const char *cpuinfo, const void *allowed_cpu_set, size_t set_size);

@@ -108,6 +108,7 @@ void report_print_device(FILE *out, const kk_device_info *d, int with_telemetry)
                 d->cpu_threads);
         fprintf(out, "    SIMD           %s\n",
                 kk_cpu_features_str(d->cpu_features, feats, sizeof feats));
+        fprintf(out, "    kernels        %s (KK_CPU_ISA caps the level)\n", kk_cpu_isa());
         fprintf(out, "    memory         %s total, %s available\n",
                 cli_format_bytes(d->host_mem_total_bytes, a, sizeof a),
                 cli_format_bytes(d->host_mem_available_bytes, b, sizeof b));
@@ -218,6 +219,7 @@ cJSON *report_device_json(const kk_device_info *d, int with_telemetry) {
         cJSON_AddNumberToObject(o, "threads", d->cpu_threads);
         cJSON_AddStringToObject(o, "simd",
                                 kk_cpu_features_str(d->cpu_features, feats, sizeof feats));
+        cJSON_AddStringToObject(o, "kernel_isa", kk_cpu_isa());
         cJSON_AddNumberToObject(o, "memory_total_bytes", (double)d->host_mem_total_bytes);
         cJSON_AddNumberToObject(o, "memory_available_bytes", (double)d->host_mem_available_bytes);
         cJSON_AddItemToObject(o, "memory_manager", memory_stats_json(d->spec));

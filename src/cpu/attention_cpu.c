@@ -14,19 +14,20 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
+#include "cpu/cpu_rows.h"
+#include "cpu/cpu_isa.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/attention.h"
-#include "cpu/cpu_kernels.h"
 
-static atomic_int force_generic;
-
-void kk__att_force_generic(int on) { atomic_store(&force_generic, on); }
-
-const kk__att_kernels *kk__att_kernels_best(void) {
-    const kk__att_kernels *k = atomic_load(&force_generic) ? NULL : kk__att_kernels_avx2_fma();
+const kk__att_kernels *kk__att_kernels_for(kk__isa isa) {
+    const kk__att_kernels *k = NULL;
+    if (isa >= KK__ISA_AVX512) k = kk__att_kernels_avx512();
+    if (!k && isa >= KK__ISA_AVX2) k = kk__att_kernels_avx2_fma();
     return k ? k : kk__att_kernels_generic();
 }
+
+const kk__att_kernels *kk__att_kernels_best(void) { return kk__att_kernels_for(kk__cpu_isa()); }
 
 /* kk_op_run has checked the tensors; a harness bug must still not become a
  * wild write, so the cheap checks are repeated. q, k, v and o may be strided
@@ -87,18 +88,59 @@ static kk__att_geom geometry(const kk_op_params *p, kk_tensor *const *t) {
     return g;
 }
 
+/* f16/bf16 K and V converted to f32 once per call, not once per query block
+ * that reads them (Sq / 48 times): [B][Hkv][Sk][Dp] each, V's padding zero.
+ * Not done past this size; the blocks then convert what they read. */
+#define KV_COPY_MAX_BYTES (INT64_C(256) << 20)
+
+static void convert_rows(const void *src, kk_dtype dt, int64_t bs, int64_t hs, int64_t ss,
+                         const kk__att_geom *g, float *dst) {
+    const int64_t rows = g->B * g->Hkv * g->Sk;
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t b = r / (g->Hkv * g->Sk), h = r / g->Sk % g->Hkv, j = r % g->Sk;
+        float *out = dst + r * g->Dp;
+        kk__row_load(src, dt, b * bs + h * hs + j * ss, out, (int)g->D);
+        for (int64_t d = g->D; d < g->Dp; d++) out[d] = 0.0f;
+    }
+}
+
+/* Point g's k and v at f32 copies when that pays and fits; returns the
+ * buffer to free (NULL: none made). */
+static float *kv_to_f32(kk__att_geom *g) {
+    const int64_t nq_blocks = (g->Sq + KK__ATT_BQ - 1) / KK__ATT_BQ;
+    const int64_t floats = g->B * g->Hkv * g->Sk * g->Dp;
+    if (g->dt == KK_DTYPE_F32 || nq_blocks * g->Hq / g->Hkv < 2 ||
+        2 * floats * (int64_t)sizeof(float) > KV_COPY_MAX_BYTES)
+        return NULL;
+    float *buf = aligned_alloc(64, (size_t)(2 * floats) * sizeof(float));
+    if (!buf) return NULL; /* the blocks convert instead */
+    convert_rows(g->k, g->dt, g->k_bs, g->k_hs, g->k_ss, g, buf);
+    convert_rows(g->v, g->dt, g->v_bs, g->v_hs, g->v_ss, g, buf + floats);
+    g->k = buf;
+    g->v = buf + floats;
+    g->k_ss = g->v_ss = g->Dp;
+    g->k_hs = g->v_hs = g->Sk * g->Dp;
+    g->k_bs = g->v_bs = g->Hkv * g->Sk * g->Dp;
+    g->kv_f32 = 1;
+    return buf;
+}
+
 kk_status kk__attention_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
-    const kk__att_geom g = geometry(p, t);
+    kk__att_geom g = geometry(p, t);
+    float *kv_copy = kv_to_f32(&g);
     const int64_t nqb = (g.Sq + KK__ATT_BQ - 1) / KK__ATT_BQ, items = g.B * g.Hq * nqb;
     const int threads = (int)(kk__cpu_threads() < items ? kk__cpu_threads() : items);
     const int64_t per_thread = kk__att_scratch_floats(g.Dp);
     float *pool = aligned_alloc(64, (size_t)(threads * per_thread) * sizeof(float));
-    if (!pool)
+    if (!pool) {
+        free(kv_copy);
         return kk__error(KK_ERR_OUT_OF_MEMORY, "attention", "no host memory for %d x %lld floats",
                          threads, (long long)per_thread);
+    }
     /* Causal rows further down see more keys: start with the heaviest blocks. */
     const int reverse = p->i[KK__ATT_CAUSAL] != 0;
     atomic_int failed = 0;
@@ -121,6 +163,7 @@ kk_status kk__attention_cpu(const kk_op_params *p, kk_tensor *const *t, kk_strea
         }
     }
     free(pool);
+    free(kv_copy);
     st = (kk_status)atomic_load(&failed);
     /* The worker's last error is its own thread's: name the failure here. */
     return st == KK_OK ? KK_OK

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "cpu/cpu_isa.h"
 #include "opdef/opdef.h"
 
 /* Query rows per block: N of the score product (a multiple of KK__ATT_NT) and
@@ -52,10 +53,12 @@ typedef struct kk__att_kernels {
 const kk__att_kernels *kk__att_kernels_generic(void);
 /* NULL when this is not x86 or the CPU lacks AVX2 or FMA. */
 const kk__att_kernels *kk__att_kernels_avx2_fma(void);
-/* What kk__attention_cpu uses: AVX2 + FMA when present, unless forced generic. */
+/* NULL when this is not x86-64 or the CPU lacks AVX-512 F/BW/VL. */
+const kk__att_kernels *kk__att_kernels_avx512(void);
+/* The best kernels at instruction-set level `isa` or below. */
+const kk__att_kernels *kk__att_kernels_for(kk__isa isa);
+/* What kk__attention_cpu uses: kk__att_kernels_for(kk__cpu_isa()). */
 const kk__att_kernels *kk__att_kernels_best(void);
-/* Tests: non-zero makes kk__attention_cpu use the generic kernels. */
-void kk__att_force_generic(int on);
 
 /* What every block of one call shares (of one sequence, for attention_varlen:
  * src/cpu/attention_varlen_cpu.c). Rows are read through element strides
@@ -67,6 +70,7 @@ typedef struct kk__att_geom {
     int64_t q_bs, q_hs, q_ss, k_bs, k_hs, k_ss, v_bs, v_hs, v_ss, o_bs, o_hs, o_ss;
     int64_t lse_bs, lse_hs, lse_ss;
     kk_dtype dt;
+    int kv_f32;   /* k and v point at f32 copies (rows of Dp, v's padding zero) */
     float qscale; /* softmax scale * log2(e) */
     int dropout;  /* p > 0: drop where the Philox word < drop_threshold */
     uint32_t drop_threshold;

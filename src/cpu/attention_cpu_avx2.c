@@ -159,8 +159,7 @@ static const kk__att_kernels avx2_fma = {
     .name = "avx2+fma", .gemm = gemm_avx2, .softmax = softmax_avx2, .exp2_sum = exp2_sum_avx2};
 
 const kk__att_kernels *kk__att_kernels_avx2_fma(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &avx2_fma : NULL;
+    return kk__cpu_isa_supported() >= KK__ISA_AVX2 ? &avx2_fma : NULL;
 }
 
 #else

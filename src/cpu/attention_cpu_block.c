@@ -75,17 +75,19 @@ static kk_status load_q(const kk__att_geom *g, kk__att_scratch *w, int64_t q0, i
 }
 
 /* Where the key block of K and V is read from (k0, v0: the element index of
- * its first row): the tensor itself for f32 (V only when D needs no padding),
- * else a converted copy; *ldk, *ldv: their row strides. */
+ * its first row): the tensor itself for f32 (V only when D needs no padding)
+ * or the call's f32 copies (kv_f32), else a block converted here; *ldk, *ldv:
+ * their row strides. */
 static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t k0, int64_t v0, int nk,
                           const float **k, int64_t *ldk, const float **v, int64_t *ldv) {
     const int64_t D = g->D, Dp = g->Dp;
     kk_status st = KK_OK;
-    *k = g->dt == KK_DTYPE_F32 ? (const float *)g->k + k0 : w->k;
-    *ldk = g->dt == KK_DTYPE_F32 ? g->k_ss : D;
-    for (int j = 0; j < nk && g->dt != KK_DTYPE_F32 && st == KK_OK; j++)
+    const int k_f32 = g->dt == KK_DTYPE_F32 || g->kv_f32;
+    *k = k_f32 ? (const float *)g->k + k0 : w->k;
+    *ldk = k_f32 ? g->k_ss : D;
+    for (int j = 0; j < nk && !k_f32 && st == KK_OK; j++)
         st = load_row(g->k, g->dt, k0 + j * g->k_ss, D, w->k + j * D);
-    const int direct = g->dt == KK_DTYPE_F32 && D == Dp;
+    const int direct = g->kv_f32 || (g->dt == KK_DTYPE_F32 && D == Dp);
     *v = direct ? (const float *)g->v + v0 : w->v;
     *ldv = direct ? g->v_ss : Dp;
     for (int j = 0; j < nk && !direct && st == KK_OK; j++) {

@@ -1,15 +1,25 @@
-/* CPU ceilings of kernelkit calibrate, on the calling thread (one core; no
- * OpenMP): memcpy bandwidth (bytes read + written), read bandwidth (a sum of a
- * large array of 64-bit integers, which the compiler may vectorize) and the
- * fp32 rate of 32 independent multiply-add chains (2 FLOP each; a C11 build
- * does not contract them into FMAs, so this is the rate the portable code
- * reaches, not the core's FMA peak). */
+/* CPU ceilings of kernelkit calibrate. Bandwidths on the calling thread (one
+ * core; no OpenMP): memcpy (bytes read + written) and read (a sum of a large
+ * array of 64-bit integers, which the compiler may vectorize). Arithmetic
+ * rates on kk__cpu_threads() threads, the kernels' own count, at the
+ * instruction-set level the kernels use (kk__cpu_isa()): fp32 = independent
+ * FMA chains in 16-lane (AVX-512) or 8-lane (AVX2 + FMA) vectors, or 32
+ * scalar multiply-add chains at the generic level (a C11 build does not
+ * contract them into FMAs: the rate portable code reaches); bf16 = vdpbf16ps
+ * chains (AVX512_BF16: 32 multiply-adds each), unavailable below that level. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/timer.h"
+#include "core/threads.h"
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #define CHAINS 32
 
@@ -59,6 +69,90 @@ static kk_status run_fma(void *ctx, kk_stream stream) {
     return KK_OK;
 }
 
+/* ---- vector FMA peaks: VCHAINS independent accumulators per thread, more
+ * than latency x pipes on any current core ---- */
+#define VCHAINS 24
+#define CH_A(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define CH_B(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+#define CH(X) CH_A(X) CH_B(X)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+KK__TARGET_AVX512 static float fma_avx512(long iters, float seed) {
+#define D512(i) __m512 a##i = _mm512_set1_ps(1.0f + (float)i * 1e-3f + seed);
+#define F512(i) a##i = _mm512_fmadd_ps(a##i, m, c);
+#define S512(i) s = _mm512_add_ps(s, a##i);
+    const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    CH(D512)
+    for (long it = 0; it < iters; it++) {
+        CH(F512)
+    }
+    __m512 s = _mm512_setzero_ps();
+    CH(S512)
+    return _mm512_reduce_add_ps(s);
+}
+
+KK__TARGET_AVX2 static float fma_avx2(long iters, float seed) {
+#define D256(i) __m256 a##i = _mm256_set1_ps(1.0f + (float)i * 1e-3f + seed);
+#define F256(i) a##i = _mm256_fmadd_ps(a##i, m, c);
+#define S256(i) s = _mm256_add_ps(s, a##i);
+    const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    CH(D256)
+    for (long it = 0; it < iters; it++) {
+        CH(F256)
+    }
+    __m256 s = _mm256_setzero_ps();
+    CH(S256)
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[7];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static float dot_bf16(long iters,
+                                                                                      float seed) {
+#define DBF(i) __m512 a##i = _mm512_set1_ps(seed + (float)i);
+#define FBF(i) a##i = _mm512_dpbf16_ps(a##i, (__m512bh)x, (__m512bh)y);
+    const __m512i x = _mm512_set1_epi32(0x3f803f80), y = _mm512_set1_epi32(0x00010001); /* tiny */
+    CH(DBF)
+    for (long it = 0; it < iters; it++) {
+        CH(FBF)
+    }
+    __m512 s = _mm512_setzero_ps();
+    CH(S512)
+    return _mm512_reduce_add_ps(s);
+}
+#endif
+
+/* FLOPs per thread per iteration of each kind (0: not at this level). */
+static double fp32_flops_per_iter(kk__isa isa) {
+    return isa >= KK__ISA_AVX512 ? VCHAINS * 16 * 2 : isa >= KK__ISA_AVX2 ? VCHAINS * 8 * 2 : 0;
+}
+
+static kk_status run_vector(void *ctx, kk_stream stream, int bf16) {
+    cpu_job *j = ctx;
+    (void)stream;
+    const kk__isa isa = kk__cpu_isa();
+    float total = 0.0f;
+#pragma omp parallel num_threads(kk__cpu_threads()) reduction(+ : total)
+    {
+        float r = 0.0f;
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (bf16)
+            r = dot_bf16(j->iters, j->fsink * 1e-30f);
+        else if (isa >= KK__ISA_AVX512)
+            r = fma_avx512(j->iters, j->fsink * 1e-30f);
+        else
+            r = fma_avx2(j->iters, j->fsink * 1e-30f);
+#endif
+        total += r;
+    }
+    (void)isa;
+    j->fsink += total;
+    return KK_OK;
+}
+
+static kk_status run_fma_vector(void *ctx, kk_stream stream) { return run_vector(ctx, stream, 0); }
+static kk_status run_dot_bf16(void *ctx, kk_stream stream) { return run_vector(ctx, stream, 1); }
+
 kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
                             kk__calibrate_measure_fn measure, kk_calibration *cal) {
     (void)ctx;
@@ -84,11 +178,32 @@ kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
         st = measure("cpu", run_read, &j, (double)bytes, 1e9, o, "sum of uint64 array",
                      &cal->ceilings[KK_CEILING_READ]);
     j.iters = o->quick ? 1L << 18 : 1L << 20;
-    if (!st)
+    const kk__isa isa = kk__cpu_isa();
+    const int threads = kk__cpu_threads();
+    char method[160];
+    if (!st && isa >= KK__ISA_AVX2) {
+        snprintf(method, sizeof method, "%s: %d FMA chains of %d lanes, %d thread%s",
+                 kk__cpu_isa_name(isa), VCHAINS, isa >= KK__ISA_AVX512 ? 16 : 8, threads,
+                 threads == 1 ? "" : "s");
+        st =
+            measure("cpu", run_fma_vector, &j, fp32_flops_per_iter(isa) * threads * (double)j.iters,
+                    1e12, o, method, &cal->ceilings[KK_CEILING_FP32]);
+    } else if (!st) {
         st = measure("cpu", run_fma, &j, 2.0 * CHAINS * (double)j.iters, 1e12, o,
-                     "32 fp32 multiply-add chains, 1 thread", &cal->ceilings[KK_CEILING_FP32]);
-    kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_BF16],
-                            "no bf16 matrix unit measured on the CPU");
+                     "generic: 32 fp32 multiply-add chains, 1 thread",
+                     &cal->ceilings[KK_CEILING_FP32]);
+    }
+    if (!st && isa >= KK__ISA_AVX512_BF16) {
+        snprintf(method, sizeof method,
+                 "avx512_bf16: %d vdpbf16ps chains (32 multiply-adds), %d thread%s", VCHAINS,
+                 threads, threads == 1 ? "" : "s");
+        st = measure("cpu", run_dot_bf16, &j, VCHAINS * 64.0 * threads * (double)j.iters, 1e12, o,
+                     method, &cal->ceilings[KK_CEILING_BF16]);
+    } else {
+        kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_BF16],
+                                isa >= KK__ISA_AVX2 ? "no AVX512_BF16 at this level (KK_CPU_ISA)"
+                                                    : "no bf16 dot product at the generic level");
+    }
     kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_FP8],
                             "no fp8 matrix unit measured on the CPU");
 done:

@@ -66,6 +66,14 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op);
  * measuring block sizes and for tests that cross every block edge. */
 void kk__cpu_gemm_set_blocking(int64_t rows, int64_t panel_rows);
 
+/* The bf16 product with AVX512_BF16 (gemm_bf16_cpu.c): c[m, n] (f32, ldc)
+ * = a[m, K] . b[n, K]^T for bf16 a (lda) and b (ldb), on kk__cpu_threads()
+ * threads. Available when kk__cpu_isa() reaches avx512_bf16; otherwise the
+ * driver decodes bf16 to f32 panels for sgemm. */
+int kk__cpu_gemm_bf16_available(void);
+kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
+                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc);
+
 /* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
 void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);
 

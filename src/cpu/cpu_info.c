@@ -264,6 +264,16 @@ static void detect(void) {
     g_features = detect_features();
 }
 
+/* The SIMD features alone, without reading /proc: kernels ask on every call. */
+static pthread_once_t g_features_once = PTHREAD_ONCE_INIT;
+static unsigned g_features_only;
+static void detect_features_only(void) { g_features_only = detect_features(); }
+
+unsigned kk__cpu_features(void) {
+    pthread_once(&g_features_once, detect_features_only);
+    return g_features_only;
+}
+
 void kk__cpu_fill_info(kk_device_info *out) {
     pthread_once(&g_once, detect);
     snprintf(out->name, sizeof out->name, "%s", g_name);

@@ -108,6 +108,9 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
     const float *b_table = job->b_dtype == KK_DTYPE_FP8_E4M3 || job->b_dtype == KK_DTYPE_FP8_E5M2
                                ? job->tables[1]
                                : NULL;
+    /* bf16 with AVX512_BF16: products straight from the bf16 operands */
+    const int bf16_dot = job->a_dtype == KK_DTYPE_BF16 && job->b_dtype == KK_DTYPE_BF16 &&
+                         kk__cpu_gemm_bf16_available();
     blas_threads(kk__cpu_threads());
     if (!job->row && a_f32 && b_f32 && job->c_direct) { /* plain f32: one call */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K,
@@ -116,16 +119,17 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
         return KK_OK;
     }
     int64_t mb = min64(block_rows(N), M), nb = N;
-    if (!a_f32) mb = min64(mb, max64(1, A_BLOCK_BYTES / (4 * K)));
-    if (!b_f32) nb = min64(nb, max64(1, PANEL_BYTES / (4 * K)));
+    const int decode_a = !a_f32 && !bf16_dot, decode_b = !b_f32 && !bf16_dot;
+    if (decode_a) mb = min64(mb, max64(1, A_BLOCK_BYTES / (4 * K)));
+    if (decode_b) nb = min64(nb, max64(1, PANEL_BYTES / (4 * K)));
     const int scratch_c0 = job->c_direct == NULL;
     if (scratch_c0 || job->nweights > 1) nb = min64(nb, max64(64, C_BLOCK_BYTES / (4 * mb)));
     if (atomic_load(&panel_rows_set) > 0) nb = min64(N, atomic_load(&panel_rows_set));
     scratch s = {0};
     int ok = 1;
-    if (!a_f32) ok &= (s.a = malloc((size_t)(mb * K) * sizeof(float))) != NULL;
+    if (decode_a) ok &= (s.a = malloc((size_t)(mb * K) * sizeof(float))) != NULL;
     for (int w = 0; w < job->nweights; w++) {
-        if (!b_f32) ok &= (s.b[w] = malloc((size_t)(min64(nb, N) * K) * sizeof(float))) != NULL;
+        if (decode_b) ok &= (s.b[w] = malloc((size_t)(min64(nb, N) * K) * sizeof(float))) != NULL;
         if (w > 0 || scratch_c0) ok &= (s.c[w] = malloc((size_t)(mb * nb) * sizeof(float))) != NULL;
     }
     if (!ok) {
@@ -134,21 +138,22 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                          "no host memory for the f32 panels of a %lldx%lldx%lld product",
                          (long long)M, (long long)N, (long long)K);
     }
-    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+    kk_status st = KK_OK;
+    for (int64_t n0 = 0; n0 < N && st == KK_OK; n0 += nb) {
         const int64_t cols = min64(nb, N - n0);
         const float *b[2] = {NULL, NULL};
         for (int w = 0; w < job->nweights; w++) {
-            if (b_f32) {
-                b[w] = (const float *)job->b[w] + n0 * K;
+            if (!decode_b) {
+                b[w] = (const float *)job->b[w] + n0 * K; /* f32; bf16_dot reads job->b */
             } else {
                 decode_rows(job->b[w], job->b_dtype, b_table, n0, cols, K, s.b[w]);
                 b[w] = s.b[w];
             }
         }
-        for (int64_t m0 = 0; m0 < M; m0 += mb) {
+        for (int64_t m0 = 0; m0 < M && st == KK_OK; m0 += mb) {
             const int64_t rows = min64(mb, M - m0);
             const float *a = (const float *)job->a + m0 * K;
-            if (!a_f32) {
+            if (decode_a) {
                 decode_rows(job->a, job->a_dtype, a_table, m0, rows, K, s.a);
                 a = s.a;
             }
@@ -158,22 +163,32 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                 const int direct = w == 0 && !scratch_c0;
                 c[w] = direct ? job->c_direct + m0 * N + n0 : s.c[w];
                 ldc[w] = direct ? N : cols;
+                if (bf16_dot) {
+                    st = kk__cpu_gemm_bf16(rows, cols, K, (const uint16_t *)job->a + m0 * K, K,
+                                           (const uint16_t *)job->b[w] + n0 * K, K, c[w], ldc[w]);
+                    if (st != KK_OK) break;
+                    continue;
+                }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)rows, (blasint)cols,
                             (blasint)K, 1.0f, a, (blasint)K, b[w], (blasint)K, 0.0f, c[w],
                             (blasint)ldc[w]);
             }
-            if (job->row) epilogue(job, c, ldc, m0, rows, n0, cols);
+            if (job->row && st == KK_OK) epilogue(job, c, ldc, m0, rows, n0, cols);
         }
     }
     scratch_free(&s);
-    return KK_OK;
+    return st;
 }
 
-/* f16/bf16: the f32 product of a block, rounded once into c. */
-static void round_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
-                      int64_t cols) {
+/* f16/bf16: the f32 product of a block, rounded once into c (bf16 in this
+ * clone's vectors; the epilogue's pieces are at most EPI_CHUNK long). */
+KK__VEC_CLONES static void round_row(const kk__gemm_job *job, float *const *c, int64_t m,
+                                     int64_t n0, int64_t cols) {
     kk_tensor *out = (kk_tensor *)job->ctx;
-    kk__cpu_store_row(c[0], out->data, out->dtype, m * job->N + n0, cols);
+    if (out->dtype == KK_DTYPE_BF16)
+        kk__row_store(out->data, out->dtype, m * job->N + n0, c[0], (int)cols);
+    else
+        kk__cpu_store_row(c[0], out->data, out->dtype, m * job->N + n0, cols);
 }
 
 kk_status kk__gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {

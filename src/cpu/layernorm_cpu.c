@@ -5,6 +5,7 @@
  * y. Chunk sums are f32 (vectorized), their totals f64. */
 #include <math.h>
 
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
@@ -19,7 +20,8 @@ typedef struct mean2 {
 } mean2;
 
 /* sum over the row of d (power 1) or d^2 (power 2), d = (x - mu.hi) - mu.lo */
-static double row_sum(const void *x, kk_dtype dt, int64_t row, int64_t n, mean2 mu, int power) {
+KK__ISA_INLINE double row_sum(const void *x, kk_dtype dt, int64_t row, int64_t n, mean2 mu,
+                              int power) {
     float buf[KK__ROW_CHUNK];
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
@@ -42,8 +44,8 @@ static double row_sum(const void *x, kk_dtype dt, int64_t row, int64_t n, mean2 
 }
 
 /* y = (x - mean) * inv * w + b over the row (w, b NULL without affine). */
-static void write_row(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
-                      int64_t row, int64_t n, mean2 mu, float inv) {
+KK__ISA_INLINE void write_row(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
+                              int64_t row, int64_t n, mean2 mu, float inv) {
     float xb[KK__ROW_CHUNK], wb[KK__ROW_CHUNK], bb[KK__ROW_CHUNK];
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int m = kk__row_chunk(n, at);
@@ -61,6 +63,22 @@ static void write_row(const void *x, const void *w, const void *b, void *y, kk_d
     }
 }
 
+/* One row: the mean of x - x[r,0] (sums of deviations, not of |mean|-sized
+ * values), the variance around it, then y. */
+KK__ISA_INLINE void ln_row(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
+                           int64_t n, double eps, int64_t r) {
+    float x0;
+    kk__row_load(x, dt, r * n, &x0, 1);
+    const double mean = x0 + row_sum(x, dt, r, n, (mean2){x0, 0.0f}, 1) / (double)n;
+    const mean2 mu = {(float)mean, (float)(mean - (double)(float)mean)};
+    const double var = row_sum(x, dt, r, n, mu, 2) / (double)n;
+    write_row(x, w, b, y, dt, r, n, mu, (float)(1.0 / sqrt(var + eps)));
+}
+KK__ISA_CLONES(ln_row,
+               (const void *x, const void *w, const void *b, void *y, kk_dtype dt, int64_t n,
+                double eps, int64_t r),
+               (x, w, b, y, dt, n, eps, r))
+
 kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     const kk_status st = kk__cpu_check_tensors(p, t);
@@ -71,15 +89,9 @@ kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_strea
     const kk_dtype dt = (kk_dtype)p->i[KK__LN_DTYPE];
     const void *x = t[0]->data, *w = affine ? t[1]->data : NULL, *b = affine ? t[2]->data : NULL;
     void *y = t[affine ? 3 : 1]->data;
+    void (*const row)(const void *, const void *, const void *, void *, kk_dtype, int64_t, double,
+                      int64_t) = KK__ISA_PICK(ln_row);
 #pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t r = 0; r < rows; r++) {
-        /* the mean of x - x[r,0]: sums of deviations, not of |mean|-sized values */
-        float x0;
-        kk__row_load(x, dt, r * n, &x0, 1);
-        const double mean = x0 + row_sum(x, dt, r, n, (mean2){x0, 0.0f}, 1) / (double)n;
-        const mean2 mu = {(float)mean, (float)(mean - (double)(float)mean)};
-        const double var = row_sum(x, dt, r, n, mu, 2) / (double)n;
-        write_row(x, w, b, y, dt, r, n, mu, (float)(1.0 / sqrt(var + eps)));
-    }
+    for (int64_t r = 0; r < rows; r++) row(x, w, b, y, dt, n, eps, r);
     return KK_OK;
 }

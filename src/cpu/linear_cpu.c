@@ -68,7 +68,10 @@ KK__VEC_CLONES static void linear_row(const kk__gemm_job *job, float *const *c, 
         break;
     }
     if (x->residual) add_residual(h, x->residual, x->dtype, m * job->N + n0, cols);
-    kk__cpu_store_row(h, x->y, x->dtype, m * job->N + n0, cols);
+    if (x->dtype == KK_DTYPE_BF16) /* rounded here, in this clone's vectors */
+        kk__row_store(x->y, x->dtype, m * job->N + n0, h, (int)cols);
+    else
+        kk__cpu_store_row(h, x->y, x->dtype, m * job->N + n0, cols);
 }
 
 /* A bias as f32: the tensor itself when it is f32, else a decoded copy. */

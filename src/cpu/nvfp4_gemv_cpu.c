@@ -11,9 +11,9 @@
 #include "core/error.h"
 #include "core/quant_math.h"
 #include "core/threads.h"
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/nvfp4_gemv.h"
-#include "cpu/cpu_kernels.h"
 #include "kernelkit/dtype.h"
 
 #define BLOCK 16 /* elements per scale */
@@ -114,9 +114,9 @@ row_blocks_body(const uint8_t *restrict a, const uint8_t *restrict sa, int block
 typedef void (*row_blocks_fn)(const uint8_t *, const uint8_t *, int, int64_t, int64_t,
                               const float *, const float *, const float *, float *);
 
-/* The same loops compiled twice: for the baseline (SSE2) and for AVX2, picked
- * at run time. Every sum they make is exact (see the top), so both give the
- * same bits. */
+/* The same loops compiled three times: for the baseline (SSE2), AVX2 and
+ * AVX-512, picked at run time by kk__cpu_isa() (KK_CPU_ISA caps it). Every sum
+ * they make is exact (see the top), so all give the same bits. */
 static void row_blocks_sse2(const uint8_t *a, const uint8_t *sa, int blocked, int64_t j0, int64_t n,
                             const float *be, const float *bo, const float *sbf, float *acc) {
     row_blocks_body(a, sa, blocked, j0, n, be, bo, sbf, acc);
@@ -129,13 +129,18 @@ __attribute__((target("avx2"))) static void row_blocks_avx2(const uint8_t *a, co
                                                             const float *sbf, float *acc) {
     row_blocks_body(a, sa, blocked, j0, n, be, bo, sbf, acc);
 }
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) static void
+row_blocks_avx512(const uint8_t *a, const uint8_t *sa, int blocked, int64_t j0, int64_t n,
+                  const float *be, const float *bo, const float *sbf, float *acc) {
+    row_blocks_body(a, sa, blocked, j0, n, be, bo, sbf, acc);
+}
 #endif
 
 static row_blocks_fn pick_row_blocks(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && !getenv("KK_NVFP4_GEMV_CPU_GENERIC"))
-        return row_blocks_avx2;
+    const kk__isa isa = kk__cpu_isa();
+    if (isa >= KK__ISA_AVX512) return row_blocks_avx512;
+    if (isa >= KK__ISA_AVX2) return row_blocks_avx2;
 #endif
     return row_blocks_sse2;
 }

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
@@ -29,8 +30,8 @@ static void fill_table(float *cs, float *sn, int64_t S, int64_t R, int64_t offse
 }
 
 /* (a, b) -> (a cos - b sin, b cos + a sin) for the R/2 pairs of one row. */
-static void rotate(const float *x, float *y, const float *c, const float *s, int64_t half,
-                   int gptj) {
+KK__ISA_INLINE void rotate(const float *x, float *y, const float *c, const float *s, int64_t half,
+                           int gptj) {
     if (gptj) {
 #pragma omp simd
         for (int64_t i = 0; i < half; i++) {
@@ -47,6 +48,20 @@ static void rotate(const float *x, float *y, const float *c, const float *s, int
         }
     }
 }
+
+/* One row of D elements at position s. */
+KK__ISA_INLINE void rope_row(const void *x, void *y, kk_dtype dt, int64_t D, int64_t R,
+                             const float *c, const float *sn, int gptj, int64_t row) {
+    float xb[MAX_D], yb[MAX_D];
+    kk__row_load(x, dt, row * D, xb, (int)D);
+    rotate(xb, yb, c, sn, R / 2, gptj);
+    for (int64_t d = R; d < D; d++) yb[d] = xb[d];
+    kk__row_store(y, dt, row * D, yb, (int)D);
+}
+KK__ISA_CLONES(rope_row,
+               (const void *x, void *y, kk_dtype dt, int64_t D, int64_t R, const float *c,
+                const float *sn, int gptj, int64_t row),
+               (x, y, dt, D, R, c, sn, gptj, row))
 
 kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -67,14 +82,12 @@ kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream str
     fill_table(cs, sn, S, R, p->i[KK__ROPE_OFFSET], p->f[KK__ROPE_THETA]);
     const void *x = t[0]->data;
     void *y = t[1]->data;
+    void (*const rotate_row)(const void *, void *, kk_dtype, int64_t, int64_t, const float *,
+                             const float *, int, int64_t) = KK__ISA_PICK(rope_row);
 #pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
     for (int64_t row = 0; row < rows; row++) {
-        float xb[MAX_D], yb[MAX_D];
         const int64_t s = row % S;
-        kk__row_load(x, dt, row * D, xb, (int)D);
-        rotate(xb, yb, cs + s * half, sn + s * half, half, gptj);
-        for (int64_t d = R; d < D; d++) yb[d] = xb[d];
-        kk__row_store(y, dt, row * D, yb, (int)D);
+        rotate_row(x, y, dt, D, R, cs + s * half, sn + s * half, gptj, row);
     }
     free(table);
     return KK_OK;

@@ -5,6 +5,7 @@
  * docs/backends/cpu.md, "Norms, softmax, rotary embeddings". */
 #include <math.h>
 
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
@@ -17,7 +18,7 @@
  * The clamps and the NaN select work on the bits: float comparisons may trap,
  * and under GCC's default -ftrapping-math they keep the loop from
  * vectorizing. */
-static inline float exp_nonpositive(float t) {
+KK__ISA_INLINE float exp_nonpositive(float t) {
     const uint32_t u = kk__f32_bits(t);
     uint32_t cu = u > 0xC2AE0000u ? 0xC2AE0000u : u; /* below -87 (and -NaN): -87 */
     cu = cu < 0x80000000u ? 0u : cu;                 /* +0, positive, +NaN: 0 */
@@ -40,7 +41,7 @@ static inline float exp_nonpositive(float t) {
  * float max (x > m ? x : m) is no reduction clang will vectorize without
  * -ffast-math. key = ~bits for negatives, bits | 2^31 otherwise; a +NaN
  * sorts above +inf, so a NaN in the row makes the whole row NaN. */
-static float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n) {
+KK__ISA_INLINE float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n) {
     float buf[KK__ROW_CHUNK];
     uint32_t km = 0; /* below the key of -inf */
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
@@ -56,8 +57,8 @@ static float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n) {
     return kk__bits_f32(km ^ ((0u - ((km >> 31) ^ 1u)) | 0x80000000u));
 }
 
-static double row_sum_exp(const void *x, kk_dtype dt, int64_t row, int64_t n, float m,
-                          float scale) {
+KK__ISA_INLINE double row_sum_exp(const void *x, kk_dtype dt, int64_t row, int64_t n, float m,
+                                  float scale) {
     float buf[KK__ROW_CHUNK];
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
@@ -71,8 +72,8 @@ static double row_sum_exp(const void *x, kk_dtype dt, int64_t row, int64_t n, fl
     return total;
 }
 
-static void write_row(const void *x, void *y, kk_dtype dt, int64_t row, int64_t n, float m,
-                      float scale, float inv) {
+KK__ISA_INLINE void write_row(const void *x, void *y, kk_dtype dt, int64_t row, int64_t n, float m,
+                              float scale, float inv) {
     float buf[KK__ROW_CHUNK];
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
@@ -83,6 +84,17 @@ static void write_row(const void *x, void *y, kk_dtype dt, int64_t row, int64_t 
     }
 }
 
+/* One row: scale >= 0, so the max of x * scale is scale * (max x). */
+KK__ISA_INLINE void softmax_row(const void *x, void *y, kk_dtype dt, int64_t n, float scale,
+                                int64_t r) {
+    const float m = row_max(x, dt, r, n);
+    const float inv = (float)(1.0 / row_sum_exp(x, dt, r, n, m, scale));
+    write_row(x, y, dt, r, n, m, scale, inv);
+}
+KK__ISA_CLONES(softmax_row,
+               (const void *x, void *y, kk_dtype dt, int64_t n, float scale, int64_t r),
+               (x, y, dt, n, scale, r))
+
 kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     const kk_status st = kk__cpu_check_tensors(p, t);
@@ -92,12 +104,9 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const kk_dtype dt = (kk_dtype)p->i[KK__SMX_DTYPE];
     const void *x = t[0]->data;
     void *y = t[1]->data;
+    void (*const row)(const void *, void *, kk_dtype, int64_t, float, int64_t) =
+        KK__ISA_PICK(softmax_row);
 #pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t r = 0; r < rows; r++) {
-        /* scale >= 0, so the max of x * scale is scale * (max x) */
-        const float m = row_max(x, dt, r, n);
-        const float inv = (float)(1.0 / row_sum_exp(x, dt, r, n, m, scale));
-        write_row(x, y, dt, r, n, m, scale, inv);
-    }
+    for (int64_t r = 0; r < rows; r++) row(x, y, dt, n, scale, r);
     return KK_OK;
 }

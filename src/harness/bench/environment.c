@@ -30,10 +30,13 @@ static int read_line(const char *path, char *buf, size_t size) {
 
 static void capture_host(kk_bench_environment *e) {
     kk_device_info cpu;
-    if (kk_device_get_info("cpu", &cpu) == KK_OK)
+    if (kk_device_get_info("cpu", &cpu) == KK_OK) {
         snprintf(e->cpu_model, sizeof e->cpu_model, "%s", cpu.name);
-    else
+        kk_cpu_features_str(cpu.cpu_features, e->cpu_simd, sizeof e->cpu_simd);
+    } else {
         snprintf(e->cpu_model, sizeof e->cpu_model, "unknown");
+    }
+    snprintf(e->cpu_isa, sizeof e->cpu_isa, "%s", kk_cpu_isa());
     /* "performance" keeps the clock up; "powersave"/"ondemand" add ramp-up noise */
     if (!read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", e->cpu_governor,
                    sizeof e->cpu_governor))

@@ -109,6 +109,10 @@ static void environment(kk__buf *b, const kk_bench_results *r) {
     kk__buf_md_text(b, e->cpu_model);
     kk__buf_puts(b, " (governor ");
     kk__buf_md_text(b, e->cpu_governor);
+    if (e->cpu_isa[0]) {
+        kk__buf_puts(b, "; CPU kernels ");
+        kk__buf_md_text(b, e->cpu_isa);
+    }
     kk__buf_puts(b, ")\n- kernelkit ");
     kk__buf_md_text(b, e->kk_version);
     kk__buf_puts(b, ", commit ");

@@ -78,6 +78,9 @@ static void environment_warnings(kk_bench_comparison *c, const kk_bench_environm
     if (strcmp(b->cpu_governor, n->cpu_governor) != 0)
         warn(c, "CPU frequency governors differ: base %.60s, new %.60s: CPU clocks may differ",
              b->cpu_governor, n->cpu_governor);
+    if (b->cpu_isa[0] && n->cpu_isa[0] && strcmp(b->cpu_isa, n->cpu_isa) != 0)
+        warn(c, "CPU kernel instruction sets differ: base %.31s, new %.31s (KK_CPU_ISA)",
+             b->cpu_isa, n->cpu_isa);
     if (strcmp(b->driver_version, n->driver_version) != 0)
         warn(c, "driver versions differ: base \"%.60s\", new \"%.60s\"", b->driver_version,
              n->driver_version);

@@ -137,6 +137,14 @@ int kk__rd_string(kk__rd *c, const cJSON *obj, const char *path, const char *key
     return x ? string_value(c, x, path, key, buf, size) : 0;
 }
 
+/* Members added later: absent in older files, then "". */
+static int optional_string(kk__rd *c, const cJSON *obj, const char *path, const char *key,
+                           char *buf, size_t size) {
+    buf[0] = 0;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return x ? string_value(c, x, path, key, buf, size) : 1;
+}
+
 int kk__rd_u64_string(kk__rd *c, const cJSON *obj, const char *path, const char *key,
                       uint64_t *out) {
     char buf[24];
@@ -213,6 +221,8 @@ int kk__rd_environment(kk__rd *c, const cJSON *obj, kk_bench_environment *e) {
     ok = ok && kk__rd_int(c, o, p, "cuda_driver_version", 0, 1e7, &drv) &&
          kk__rd_string(c, o, p, "cpu_model", e->cpu_model, sizeof e->cpu_model) &&
          kk__rd_string(c, o, p, "cpu_governor", e->cpu_governor, sizeof e->cpu_governor) &&
+         optional_string(c, o, p, "cpu_simd", e->cpu_simd, sizeof e->cpu_simd) &&
+         optional_string(c, o, p, "cpu_isa", e->cpu_isa, sizeof e->cpu_isa) &&
          kk__rd_string(c, o, p, "hostname", e->hostname, sizeof e->hostname) &&
          kk__rd_string(c, o, p, "os", e->os, sizeof e->os) &&
          kk__rd_string(c, o, p, "kernelkit_version", e->kk_version, sizeof e->kk_version) &&

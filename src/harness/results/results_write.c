@@ -83,6 +83,8 @@ static void environment(w *c, cJSON *root, const kk_bench_environment *e) {
     integer(c, o, "cuda_driver_version", e->cuda_driver_version);
     str(c, o, "cpu_model", e->cpu_model);
     str(c, o, "cpu_governor", e->cpu_governor);
+    str(c, o, "cpu_simd", e->cpu_simd);
+    str(c, o, "cpu_isa", e->cpu_isa);
     str(c, o, "hostname", e->hostname);
     str(c, o, "os", e->os);
     str(c, o, "kernelkit_version", e->kk_version);

@@ -1,0 +1,48 @@
+/* The CPU kernels' instruction-set level (cpu_isa.h). */
+#include "cpu/cpu_isa.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "kernelkit/device.h"
+
+static const char *const k_names[KK__ISA_COUNT] = {"generic", "avx2", "avx512", "avx512_bf16"};
+
+static atomic_int test_cap = -1;
+
+kk__isa kk__cpu_isa_supported(void) {
+    const unsigned f = kk__cpu_features();
+    const unsigned avx2 = KK_CPU_AVX2 | KK_CPU_FMA;
+    const unsigned avx512 = avx2 | KK_CPU_AVX512F | KK_CPU_AVX512BW | KK_CPU_AVX512VL;
+    if ((f & avx2) != avx2) return KK__ISA_GENERIC;
+    if ((f & avx512) != avx512) return KK__ISA_AVX2;
+    return f & KK_CPU_AVX512_BF16 ? KK__ISA_AVX512_BF16 : KK__ISA_AVX512;
+}
+
+int kk__cpu_isa_parse(const char *name, kk__isa *out) {
+    for (int i = 0; name && i < KK__ISA_COUNT; i++)
+        if (strcmp(name, k_names[i]) == 0) {
+            *out = (kk__isa)i;
+            return 1;
+        }
+    return 0;
+}
+
+kk__isa kk__cpu_isa(void) {
+    kk__isa isa = kk__cpu_isa_supported(), env;
+    /* An unknown name caps nothing: `kernelkit info` shows the level in use. */
+    if (kk__cpu_isa_parse(getenv("KK_CPU_ISA"), &env) && env < isa) isa = env;
+    const int cap = atomic_load(&test_cap);
+    if (cap >= 0 && cap < (int)isa) isa = (kk__isa)cap;
+    return isa;
+}
+
+void kk__cpu_isa_cap(int level) { atomic_store(&test_cap, level < 0 ? -1 : level); }
+
+const char *kk_cpu_isa(void) { return kk__cpu_isa_name(kk__cpu_isa()); }
+
+const char *kk__cpu_isa_name(kk__isa isa) {
+    return (unsigned)isa < KK__ISA_COUNT ? k_names[isa] : "unknown";
+}
