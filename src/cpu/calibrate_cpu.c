@@ -1,7 +1,8 @@
-/* CPU ceilings of kernelkit calibrate. Bandwidths on the calling thread (one
- * core; no OpenMP): memcpy (bytes read + written) and read (a sum of a large
- * array of 64-bit integers, which the compiler may vectorize). Arithmetic
- * rates on kk__cpu_threads() threads, the kernels' own count, at the
+/* CPU ceilings of kernelkit calibrate, all on kk__cpu_threads() threads, the
+ * kernels' own count (KK_NUM_THREADS=1: one core). Bandwidths: memcpy (bytes
+ * read + written; glibc streams large copies, so no line is read for
+ * ownership) and read (a sum of a large array of 64-bit integers, which the
+ * compiler may vectorize), each thread on its own slice. Arithmetic rates at the
  * instruction-set level the kernels use (kk__cpu_isa()): fp32 = independent
  * FMA chains in 16-lane (AVX-512) or 8-lane (AVX2 + FMA) vectors, or 32
  * scalar multiply-add chains at the generic level (a C11 build does not
@@ -29,12 +30,20 @@ typedef struct cpu_job {
     uint64_t sink;
     long iters;
     float fsink;
+    int threads; /* of the bandwidth measurements */
 } cpu_job;
 
+/* Each thread copies (or reads) its own contiguous slice, as a row kernel's
+ * static schedule gives it; one thread when j->threads is 1. */
 static kk_status run_copy(void *ctx, kk_stream stream) {
     cpu_job *j = ctx;
     (void)stream;
-    memcpy(j->dst, j->src, j->bytes);
+    const size_t slice = j->bytes / (size_t)j->threads / 64 * 64;
+#pragma omp parallel for num_threads(j->threads) schedule(static)
+    for (int t = 0; t < j->threads; t++) {
+        const size_t at = (size_t)t * slice, n = t == j->threads - 1 ? j->bytes - at : slice;
+        memcpy(j->dst + at, j->src + at, n);
+    }
     j->sink += j->dst[j->sink % j->bytes];
     return KK_OK;
 }
@@ -43,15 +52,11 @@ static kk_status run_read(void *ctx, kk_stream stream) {
     cpu_job *j = ctx;
     (void)stream;
     const uint64_t *p = (const uint64_t *)(const void *)j->src;
-    size_t n = j->bytes / sizeof *p;
-    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (size_t i = 0; i + 4 <= n; i += 4) {
-        a0 += p[i];
-        a1 += p[i + 1];
-        a2 += p[i + 2];
-        a3 += p[i + 3];
-    }
-    j->sink += a0 ^ a1 ^ a2 ^ a3;
+    const size_t n = j->bytes / sizeof *p;
+    uint64_t total = 0;
+#pragma omp parallel for num_threads(j->threads) schedule(static) reduction(^ : total)
+    for (size_t i = 0; i < n / 4 * 4; i += 4) total ^= (p[i] + p[i + 1]) ^ (p[i + 2] + p[i + 3]);
+    j->sink += total;
     return KK_OK;
 }
 
@@ -172,10 +177,15 @@ kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
     for (size_t i = 0; i < bytes; i++) j.src[i] = (unsigned char)(i * 2654435761u >> 13);
     memset(j.dst, 1, bytes);
 
-    st = measure("cpu", run_copy, &j, 2.0 * (double)bytes, 1e9, o, "memcpy",
+    j.threads = kk__cpu_threads();
+    char what[96];
+    snprintf(what, sizeof what, "memcpy, %d thread%s", j.threads, j.threads == 1 ? "" : "s");
+    st = measure("cpu", run_copy, &j, 2.0 * (double)bytes, 1e9, o, what,
                  &cal->ceilings[KK_CEILING_COPY]);
+    snprintf(what, sizeof what, "sum of a uint64 array, %d thread%s", j.threads,
+             j.threads == 1 ? "" : "s");
     if (!st)
-        st = measure("cpu", run_read, &j, (double)bytes, 1e9, o, "sum of uint64 array",
+        st = measure("cpu", run_read, &j, (double)bytes, 1e9, o, what,
                      &cal->ceilings[KK_CEILING_READ]);
     j.iters = o->quick ? 1L << 18 : 1L << 20;
     const kk__isa isa = kk__cpu_isa();

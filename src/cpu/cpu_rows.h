@@ -7,7 +7,14 @@
 #define KK_CPU_ROWS_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/error.h"
 #include "kernelkit/dtype.h"
@@ -51,6 +58,11 @@ static inline float kk__f16_f32(uint16_t h) {
     return kk__bits_f32(bits | sign);
 }
 
+/* Chunk length at `at` of a row of n elements. */
+static inline int kk__row_chunk(int64_t n, int64_t at) {
+    return n - at < KK__ROW_CHUNK ? (int)(n - at) : KK__ROW_CHUNK;
+}
+
 /* Elements [at, at + m) of a row of dtype dt into f[0..m). */
 static inline void kk__row_load(const void *src, kk_dtype dt, int64_t at, float *f, int m) {
     if (dt == KK_DTYPE_F32) {
@@ -62,6 +74,46 @@ static inline void kk__row_load(const void *src, kk_dtype dt, int64_t at, float 
         const uint16_t *s = (const uint16_t *)src + at;
         for (int i = 0; i < m; i++) f[i] = kk__f16_f32(s[i]);
     }
+}
+
+/* Elements [at, at + m) of a row as f32 to read: the row itself for f32 (no
+ * copy), else decoded into buf. */
+static inline const float *kk__row_view(const void *src, kk_dtype dt, int64_t at, float *buf,
+                                        int m) {
+    if (dt == KK_DTYPE_F32) return (const float *)src + at;
+    kk__row_load(src, dt, at, buf, m);
+    return buf;
+}
+
+/* The calling thread's number in its OpenMP team (0 outside one). */
+static inline int kk__omp_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Rows up to this long are decoded once into a per-thread f32 buffer when
+ * they are not f32, so that every later pass over the row reads f32. */
+#define KK__ROW_KEEP_MAX (INT64_C(1) << 16)
+
+/* Row `row` of n elements as f32: the tensor's own for f32, else decoded
+ * into buf (n floats). */
+static inline const float *kk__row_f32(const void *src, kk_dtype dt, int64_t row, int64_t n,
+                                       float *buf) {
+    if (dt == KK_DTYPE_F32) return (const float *)src + row * n;
+    for (int64_t at = 0; at < n; at += KK__ROW_CHUNK)
+        kk__row_load(src, dt, row * n + at, buf + at, kk__row_chunk(n, at));
+    return buf;
+}
+
+/* Per-thread row buffers of `per` floats for `threads` threads, or NULL when
+ * there is nothing to keep (f32 rows, rows past KK__ROW_KEEP_MAX, no
+ * memory): the kernels then decode each chunk where they read it. */
+static inline float *kk__row_buffers(kk_dtype dt, int64_t n, int64_t per, int threads) {
+    if (dt == KK_DTYPE_F32 || n > KK__ROW_KEEP_MAX) return NULL;
+    return (float *)malloc((size_t)(per * threads) * sizeof(float));
 }
 
 /* f[0..m) rounded to dt into elements [at, at + m) of dst. */
@@ -77,9 +129,50 @@ static inline void kk__row_store(void *dst, kk_dtype dt, int64_t at, const float
     }
 }
 
-/* Chunk length at `at` of a row of n elements. */
-static inline int kk__row_chunk(int64_t n, int64_t at) {
-    return n - at < KK__ROW_CHUNK ? (int)(n - at) : KK__ROW_CHUNK;
+/* Outputs of at least this many bytes are written with streaming
+ * (non-temporal) stores: far past the last-level cache nothing will read
+ * them back soon, and an ordinary store first reads the line it writes, so
+ * memory would move three bytes for every two the op needs. */
+#define KK__ROW_STREAM_MIN_BYTES (INT64_C(32) << 20)
+
+/* kk__row_store with streaming stores for f32 and bf16 (16-byte pieces,
+ * SSE2: every x86-64 has it), ordinary ones for the unaligned ends and f16.
+ * Call kk__row_stream_fence() before the row's writer is done with it. */
+static inline void kk__row_store_stream(void *dst, kk_dtype dt, int64_t at, const float *f, int m) {
+#if defined(__x86_64__)
+    if (dt == KK_DTYPE_F32 || dt == KK_DTYPE_BF16) {
+        const int esz = dt == KK_DTYPE_F32 ? 4 : 2, per = 16 / esz;
+        char *d = (char *)dst + (size_t)at * (size_t)esz;
+        int head = (int)((16 - ((uintptr_t)d & 15)) & 15) / esz;
+        if (((uintptr_t)d & (uintptr_t)(esz - 1)) || head > m) head = m;
+        kk__row_store(dst, dt, at, f, head);
+        int i = head;
+        if (dt == KK_DTYPE_F32) {
+            for (; i + per <= m; i += per)
+                _mm_stream_ps((float *)(d + (size_t)i * 4), _mm_loadu_ps(f + i));
+        } else {
+            uint16_t h[KK__ROW_CHUNK];
+            while (i + per <= m) { /* a chunk at a time: rounded in a vector loop, then streamed */
+                const int n = (m - i < KK__ROW_CHUNK ? m - i : KK__ROW_CHUNK) / per * per;
+                for (int k = 0; k < n; k++) h[k] = kk__f32_bf16(f[i + k]);
+                for (int k = 0; k < n; k += per)
+                    _mm_stream_si128((__m128i *)(void *)(d + (size_t)(i + k) * 2),
+                                     _mm_loadu_si128((const __m128i *)(const void *)(h + k)));
+                i += n;
+            }
+        }
+        kk__row_store(dst, dt, at + i, f + i, m - i);
+        return;
+    }
+#endif
+    kk__row_store(dst, dt, at, f, m);
+}
+
+/* Orders this thread's streaming stores before whatever follows. */
+static inline void kk__row_stream_fence(void) {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
 }
 
 /* What a kernel slot checks before it touches memory: the tensors are what

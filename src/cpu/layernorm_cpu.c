@@ -26,15 +26,15 @@ KK__ISA_INLINE double row_sum(const void *x, kk_dtype dt, int64_t row, int64_t n
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int m = kk__row_chunk(n, at);
-        kk__row_load(x, dt, row * n + at, buf, m);
+        const float *v = kk__row_view(x, dt, row * n + at, buf, m);
         float s = 0.0f;
         if (power == 1) {
 #pragma omp simd reduction(+ : s)
-            for (int i = 0; i < m; i++) s += (buf[i] - mu.hi) - mu.lo;
+            for (int i = 0; i < m; i++) s += (v[i] - mu.hi) - mu.lo;
         } else {
 #pragma omp simd reduction(+ : s)
             for (int i = 0; i < m; i++) {
-                const float d = (buf[i] - mu.hi) - mu.lo;
+                const float d = (v[i] - mu.hi) - mu.lo;
                 s += d * d;
             }
         }
@@ -43,41 +43,56 @@ KK__ISA_INLINE double row_sum(const void *x, kk_dtype dt, int64_t row, int64_t n
     return total;
 }
 
-/* y = (x - mean) * inv * w + b over the row (w, b NULL without affine). */
-KK__ISA_INLINE void write_row(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
-                              int64_t row, int64_t n, mean2 mu, float inv) {
+/* y = (x - mean) * inv * w + b over the row (w, b NULL without affine): x
+ * row xr of dtype xdt, w and b of wdt (each either the tensors' dtype or the
+ * f32 copies), y row `row` of dt. */
+KK__ISA_INLINE void write_row(const void *x, kk_dtype xdt, int64_t xr, const void *w, const void *b,
+                              kk_dtype wdt, void *y, kk_dtype dt, int64_t row, int64_t n, mean2 mu,
+                              float inv, int stream) {
     float xb[KK__ROW_CHUNK], wb[KK__ROW_CHUNK], bb[KK__ROW_CHUNK];
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int m = kk__row_chunk(n, at);
-        kk__row_load(x, dt, row * n + at, xb, m);
+        const float *xv = kk__row_view(x, xdt, xr * n + at, xb, m);
         if (w) {
-            kk__row_load(w, dt, at, wb, m);
-            kk__row_load(b, dt, at, bb, m);
+            const float *wv = kk__row_view(w, wdt, at, wb, m);
+            const float *bv = kk__row_view(b, wdt, at, bb, m);
 #pragma omp simd
-            for (int i = 0; i < m; i++) xb[i] = ((xb[i] - mu.hi) - mu.lo) * inv * wb[i] + bb[i];
+            for (int i = 0; i < m; i++) xb[i] = ((xv[i] - mu.hi) - mu.lo) * inv * wv[i] + bv[i];
         } else {
 #pragma omp simd
-            for (int i = 0; i < m; i++) xb[i] = ((xb[i] - mu.hi) - mu.lo) * inv;
+            for (int i = 0; i < m; i++) xb[i] = ((xv[i] - mu.hi) - mu.lo) * inv;
         }
-        kk__row_store(y, dt, row * n + at, xb, m);
+        if (stream)
+            kk__row_store_stream(y, dt, row * n + at, xb, m);
+        else
+            kk__row_store(y, dt, row * n + at, xb, m);
     }
 }
 
 /* One row: the mean of x - x[r,0] (sums of deviations, not of |mean|-sized
- * values), the variance around it, then y. */
-KK__ISA_INLINE void ln_row(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
-                           int64_t n, double eps, int64_t r) {
+ * values), the variance around it, then y. keep: n floats of the thread's to
+ * decode x into once (NULL: decoded per pass); wb: w and b as f32 ([2n]),
+ * or NULL. */
+KK__ISA_INLINE void ln_row(const void *x, const void *w, const void *b, const float *wb, void *y,
+                           kk_dtype dt, int64_t n, double eps, int stream, float *keep, int64_t r) {
+    const void *xs = keep ? kk__row_f32(x, dt, r, n, keep) : x;
+    const kk_dtype xdt = keep ? KK_DTYPE_F32 : dt;
+    const int64_t xr = keep ? 0 : r;
     float x0;
-    kk__row_load(x, dt, r * n, &x0, 1);
-    const double mean = x0 + row_sum(x, dt, r, n, (mean2){x0, 0.0f}, 1) / (double)n;
+    kk__row_load(xs, xdt, xr * n, &x0, 1);
+    const double mean = x0 + row_sum(xs, xdt, xr, n, (mean2){x0, 0.0f}, 1) / (double)n;
     const mean2 mu = {(float)mean, (float)(mean - (double)(float)mean)};
-    const double var = row_sum(x, dt, r, n, mu, 2) / (double)n;
-    write_row(x, w, b, y, dt, r, n, mu, (float)(1.0 / sqrt(var + eps)));
+    const double var = row_sum(xs, xdt, xr, n, mu, 2) / (double)n;
+    const float inv = (float)(1.0 / sqrt(var + eps));
+    if (wb && w)
+        write_row(xs, xdt, xr, wb, wb + n, KK_DTYPE_F32, y, dt, r, n, mu, inv, stream);
+    else
+        write_row(xs, xdt, xr, w, b, dt, y, dt, r, n, mu, inv, stream);
 }
 KK__ISA_CLONES(ln_row,
-               (const void *x, const void *w, const void *b, void *y, kk_dtype dt, int64_t n,
-                double eps, int64_t r),
-               (x, w, b, y, dt, n, eps, r))
+               (const void *x, const void *w, const void *b, const float *wb, void *y, kk_dtype dt,
+                int64_t n, double eps, int stream, float *keep, int64_t r),
+               (x, w, b, wb, y, dt, n, eps, stream, keep, r))
 
 kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -89,9 +104,25 @@ kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_strea
     const kk_dtype dt = (kk_dtype)p->i[KK__LN_DTYPE];
     const void *x = t[0]->data, *w = affine ? t[1]->data : NULL, *b = affine ? t[2]->data : NULL;
     void *y = t[affine ? 3 : 1]->data;
-    void (*const row)(const void *, const void *, const void *, void *, kk_dtype, int64_t, double,
-                      int64_t) = KK__ISA_PICK(ln_row);
-#pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t r = 0; r < rows; r++) row(x, w, b, y, dt, n, eps, r);
+    void (*const row)(const void *, const void *, const void *, const float *, void *, kk_dtype,
+                      int64_t, double, int, float *, int64_t) = KK__ISA_PICK(ln_row);
+    const int threads = kk__cpu_threads();
+    /* per thread a decoded row; then w and b decoded once */
+    float *keep = kk__row_buffers(dt, n, n, threads + 2);
+    float *wb = keep && affine ? keep + threads * n : NULL;
+    if (wb) {
+        kk__row_f32(w, dt, 0, n, wb);
+        kk__row_f32(b, dt, 0, n, wb + n);
+    }
+    const int stream_out =
+        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+#pragma omp parallel num_threads(threads)
+    {
+        float *mine = keep ? keep + (int64_t)kk__omp_thread() * n : NULL;
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) row(x, w, b, wb, y, dt, n, eps, stream_out, mine, r);
+        if (stream_out) kk__row_stream_fence(); /* each thread's own streaming stores */
+    }
+    free(keep);
     return KK_OK;
 }

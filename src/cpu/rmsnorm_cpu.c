@@ -16,33 +16,41 @@ KK__ISA_INLINE double sum_squares(const void *x, kk_dtype dt, int64_t row, int64
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int m = kk__row_chunk(n, at);
-        kk__row_load(x, dt, row * n + at, buf, m);
+        const float *v = kk__row_view(x, dt, row * n + at, buf, m);
         float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-        for (int i = 0; i < m; i++) s += buf[i] * buf[i];
+        for (int i = 0; i < m; i++) s += v[i] * v[i];
         total += s;
     }
     return total;
 }
 
-/* One row: the sum of squares, then y = x r w. */
-KK__ISA_INLINE void rms_row(const void *x, const void *w, void *y, kk_dtype dt, int64_t n,
-                            double eps, int64_t r) {
-    const float inv = (float)(1.0 / sqrt(sum_squares(x, dt, r, n) / (double)n + eps));
+/* One row: the sum of squares, then y = x r w. keep: n floats of the
+ * thread's to decode x into once (NULL: decoded per pass); wf: w as f32, or
+ * NULL. */
+KK__ISA_INLINE void rms_row(const void *x, const void *w, const float *wf, void *y, kk_dtype dt,
+                            int64_t n, double eps, int stream, float *keep, int64_t r) {
+    const void *xs = keep ? kk__row_f32(x, dt, r, n, keep) : x;
+    const kk_dtype xdt = keep ? KK_DTYPE_F32 : dt;
+    const int64_t xr = keep ? 0 : r;
+    const float inv = (float)(1.0 / sqrt(sum_squares(xs, xdt, xr, n) / (double)n + eps));
     float xb[KK__ROW_CHUNK], wb[KK__ROW_CHUNK];
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int m = kk__row_chunk(n, at);
-        kk__row_load(x, dt, r * n + at, xb, m);
-        kk__row_load(w, dt, at, wb, m);
+        const float *xv = kk__row_view(xs, xdt, xr * n + at, xb, m);
+        const float *wv = wf ? wf + at : kk__row_view(w, dt, at, wb, m);
 #pragma omp simd
-        for (int i = 0; i < m; i++) xb[i] = xb[i] * inv * wb[i];
-        kk__row_store(y, dt, r * n + at, xb, m);
+        for (int i = 0; i < m; i++) xb[i] = xv[i] * inv * wv[i];
+        if (stream)
+            kk__row_store_stream(y, dt, r * n + at, xb, m);
+        else
+            kk__row_store(y, dt, r * n + at, xb, m);
     }
 }
 KK__ISA_CLONES(rms_row,
-               (const void *x, const void *w, void *y, kk_dtype dt, int64_t n, double eps,
-                int64_t r),
-               (x, w, y, dt, n, eps, r))
+               (const void *x, const void *w, const float *wf, void *y, kk_dtype dt, int64_t n,
+                double eps, int stream, float *keep, int64_t r),
+               (x, w, wf, y, dt, n, eps, stream, keep, r))
 
 kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -53,9 +61,21 @@ kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const kk_dtype dt = (kk_dtype)p->i[KK__RMS_DTYPE];
     const void *x = t[0]->data, *w = t[1]->data;
     void *y = t[2]->data;
-    void (*const row)(const void *, const void *, void *, kk_dtype, int64_t, double, int64_t) =
-        KK__ISA_PICK(rms_row);
-#pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t r = 0; r < rows; r++) row(x, w, y, dt, n, eps, r);
+    void (*const row)(const void *, const void *, const float *, void *, kk_dtype, int64_t, double,
+                      int, float *, int64_t) = KK__ISA_PICK(rms_row);
+    const int threads = kk__cpu_threads();
+    /* per thread a decoded row, and w decoded once at the end */
+    float *keep = kk__row_buffers(dt, n, n, threads + 1);
+    const float *wf = keep ? kk__row_f32(w, dt, 0, n, keep + threads * n) : NULL;
+    const int stream_out =
+        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+#pragma omp parallel num_threads(threads)
+    {
+        float *mine = keep ? keep + (int64_t)kk__omp_thread() * n : NULL;
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) row(x, w, wf, y, dt, n, eps, stream_out, mine, r);
+        if (stream_out) kk__row_stream_fence(); /* each thread's own streaming stores */
+    }
+    free(keep);
     return KK_OK;
 }

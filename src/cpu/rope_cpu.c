@@ -51,17 +51,20 @@ KK__ISA_INLINE void rotate(const float *x, float *y, const float *c, const float
 
 /* One row of D elements at position s. */
 KK__ISA_INLINE void rope_row(const void *x, void *y, kk_dtype dt, int64_t D, int64_t R,
-                             const float *c, const float *sn, int gptj, int64_t row) {
+                             const float *c, const float *sn, int gptj, int stream, int64_t row) {
     float xb[MAX_D], yb[MAX_D];
     kk__row_load(x, dt, row * D, xb, (int)D);
     rotate(xb, yb, c, sn, R / 2, gptj);
     for (int64_t d = R; d < D; d++) yb[d] = xb[d];
-    kk__row_store(y, dt, row * D, yb, (int)D);
+    if (stream)
+        kk__row_store_stream(y, dt, row * D, yb, (int)D);
+    else
+        kk__row_store(y, dt, row * D, yb, (int)D);
 }
 KK__ISA_CLONES(rope_row,
                (const void *x, void *y, kk_dtype dt, int64_t D, int64_t R, const float *c,
-                const float *sn, int gptj, int64_t row),
-               (x, y, dt, D, R, c, sn, gptj, row))
+                const float *sn, int gptj, int stream, int64_t row),
+               (x, y, dt, D, R, c, sn, gptj, stream, row))
 
 kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -83,11 +86,17 @@ kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream str
     const void *x = t[0]->data;
     void *y = t[1]->data;
     void (*const rotate_row)(const void *, void *, kk_dtype, int64_t, int64_t, const float *,
-                             const float *, int, int64_t) = KK__ISA_PICK(rope_row);
-#pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t row = 0; row < rows; row++) {
-        const int64_t s = row % S;
-        rotate_row(x, y, dt, D, R, cs + s * half, sn + s * half, gptj, row);
+                             const float *, int, int, int64_t) = KK__ISA_PICK(rope_row);
+    const int stream_out =
+        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * D)) >= KK__ROW_STREAM_MIN_BYTES;
+#pragma omp parallel num_threads(kk__cpu_threads())
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t row = 0; row < rows; row++) {
+            const int64_t s = row % S;
+            rotate_row(x, y, dt, D, R, cs + s * half, sn + s * half, gptj, stream_out, row);
+        }
+        if (stream_out) kk__row_stream_fence(); /* each thread's own streaming stores */
     }
     free(table);
     return KK_OK;

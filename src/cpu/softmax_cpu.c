@@ -1,9 +1,11 @@
 /* softmax on the CPU: one row per OpenMP iteration, three passes over the row
  * in f32 chunks on the stack (cpu_rows.h): the maximum, the sum of
- * exponentials, then y, so nothing is allocated and y is rounded once. The
+ * exponentials (kept in a per-thread buffer of one row), then y from them,
+ * rounded once; outputs past the last-level cache are streamed. The
  * exponent is (x - max x) * scale, in that order, to keep the error relative.
  * docs/backends/cpu.md, "Norms, softmax, rotary embeddings". */
 #include <math.h>
+#include <stdlib.h>
 
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
@@ -46,10 +48,10 @@ KK__ISA_INLINE float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n)
     uint32_t km = 0; /* below the key of -inf */
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
-        kk__row_load(x, dt, row * n + at, buf, len);
+        const float *v = kk__row_view(x, dt, row * n + at, buf, len);
 #pragma omp simd reduction(max : km)
         for (int i = 0; i < len; i++) {
-            const uint32_t u = kk__f32_bits(buf[i]);
+            const uint32_t u = kk__f32_bits(v[i]);
             const uint32_t key = u ^ ((0u - (u >> 31)) | 0x80000000u);
             km = key > km ? key : km;
         }
@@ -57,43 +59,71 @@ KK__ISA_INLINE float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n)
     return kk__bits_f32(km ^ ((0u - ((km >> 31) ^ 1u)) | 0x80000000u));
 }
 
+/* The sum of e^((x - m) scale) over the row; with keep, each value is also
+ * kept in keep[0..n) for write_row. */
 KK__ISA_INLINE double row_sum_exp(const void *x, kk_dtype dt, int64_t row, int64_t n, float m,
-                                  float scale) {
+                                  float scale, float *keep) {
     float buf[KK__ROW_CHUNK];
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
-        kk__row_load(x, dt, row * n + at, buf, len);
+        const float *v = kk__row_view(x, dt, row * n + at, buf, len);
         float s = 0.0f;
+        if (keep) {
+            float *restrict e = keep + at;
 #pragma omp simd reduction(+ : s)
-        for (int i = 0; i < len; i++) s += exp_nonpositive((buf[i] - m) * scale);
+            for (int i = 0; i < len; i++) {
+                e[i] = exp_nonpositive((v[i] - m) * scale);
+                s += e[i];
+            }
+        } else {
+#pragma omp simd reduction(+ : s)
+            for (int i = 0; i < len; i++) s += exp_nonpositive((v[i] - m) * scale);
+        }
         total += s;
     }
     return total;
 }
 
+/* y = e^((x - m) scale) inv, from the kept values when there are (one
+ * exponential per element) or recomputed from x. */
 KK__ISA_INLINE void write_row(const void *x, void *y, kk_dtype dt, int64_t row, int64_t n, float m,
-                              float scale, float inv) {
+                              float scale, float inv, const float *kept, int stream) {
     float buf[KK__ROW_CHUNK];
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
-        kk__row_load(x, dt, row * n + at, buf, len);
+        if (kept) {
 #pragma omp simd
-        for (int i = 0; i < len; i++) buf[i] = exp_nonpositive((buf[i] - m) * scale) * inv;
-        kk__row_store(y, dt, row * n + at, buf, len);
+            for (int i = 0; i < len; i++) buf[i] = kept[at + i] * inv;
+        } else {
+            const float *v = kk__row_view(x, dt, row * n + at, buf, len);
+#pragma omp simd
+            for (int i = 0; i < len; i++) buf[i] = exp_nonpositive((v[i] - m) * scale) * inv;
+        }
+        if (stream)
+            kk__row_store_stream(y, dt, row * n + at, buf, len);
+        else
+            kk__row_store(y, dt, row * n + at, buf, len);
     }
 }
 
-/* One row: scale >= 0, so the max of x * scale is scale * (max x). */
+/* One row: scale >= 0, so the max of x * scale is scale * (max x). keep:
+ * 2n floats of the thread's (the exponentials, then the decoded row when x
+ * is not f32), or NULL. */
 KK__ISA_INLINE void softmax_row(const void *x, void *y, kk_dtype dt, int64_t n, float scale,
-                                int64_t r) {
-    const float m = row_max(x, dt, r, n);
-    const float inv = (float)(1.0 / row_sum_exp(x, dt, r, n, m, scale));
-    write_row(x, y, dt, r, n, m, scale, inv);
+                                float *keep, int stream, int64_t r) {
+    const int decoded = keep && dt != KK_DTYPE_F32;
+    const void *xs = decoded ? kk__row_f32(x, dt, r, n, keep + n) : x;
+    const kk_dtype xdt = decoded ? KK_DTYPE_F32 : dt;
+    const int64_t xr = decoded ? 0 : r;
+    const float m = row_max(xs, xdt, xr, n);
+    const float inv = (float)(1.0 / row_sum_exp(xs, xdt, xr, n, m, scale, keep));
+    write_row(x, y, dt, r, n, m, scale, inv, keep, stream);
 }
 KK__ISA_CLONES(softmax_row,
-               (const void *x, void *y, kk_dtype dt, int64_t n, float scale, int64_t r),
-               (x, y, dt, n, scale, r))
+               (const void *x, void *y, kk_dtype dt, int64_t n, float scale, float *keep,
+                int stream, int64_t r),
+               (x, y, dt, n, scale, keep, stream, r))
 
 kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -104,9 +134,20 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const kk_dtype dt = (kk_dtype)p->i[KK__SMX_DTYPE];
     const void *x = t[0]->data;
     void *y = t[1]->data;
-    void (*const row)(const void *, void *, kk_dtype, int64_t, float, int64_t) =
+    void (*const row)(const void *, void *, kk_dtype, int64_t, float, float *, int, int64_t) =
         KK__ISA_PICK(softmax_row);
-#pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t r = 0; r < rows; r++) row(x, y, dt, n, scale, r);
+    const int threads = kk__cpu_threads();
+    const int stream_out =
+        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+    /* no buffer (too long a row, or no memory): the exponentials are recomputed */
+    float *keep = n <= KK__ROW_KEEP_MAX ? malloc((size_t)(threads * 2 * n) * sizeof(float)) : NULL;
+#pragma omp parallel num_threads(threads)
+    {
+        float *mine = keep ? keep + (int64_t)kk__omp_thread() * 2 * n : NULL;
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) row(x, y, dt, n, scale, mine, stream_out, r);
+        if (stream_out) kk__row_stream_fence(); /* each thread's own streaming stores */
+    }
+    free(keep);
     return KK_OK;
 }
