@@ -4,7 +4,7 @@
  * outputs, the op's tolerances): odd shapes, GQA/MQA, causal with Sq != Sk,
  * windows, fully masked rows, D = 16/40/256, dropout and lse, in every dtype,
  * with each instruction set's micro-kernels the CPU can run (generic, AVX2 +
- * FMA, AVX-512), each forced by the ISA cap; 400k keys. Wrong variants
+ * FMA, AVX-512, AVX512_BF16's bf16 pairs), each forced by the ISA cap; 400k keys. Wrong variants
  * of the same kernel (causal shifted by one key, dropout with another offset
  * or seed) must fail; the dropout mask must be the reference's bit for bit;
  * the exp2 polynomial must be accurate; the result must not depend on the
@@ -44,11 +44,8 @@ static const char *const shapes[] = {
     "B=1 Hq=2 Hkv=1 Sq=129 Sk=65 D=16 window_left=5 window_right=3 dropout=0.1 lse=1",
 };
 
-/* The highest level with its own attention kernels that this CPU runs. */
-static int top_level(void) {
-    const int s = (int)kk__cpu_isa_supported();
-    return s < KK__ISA_AVX512 ? s : KK__ISA_AVX512;
-}
+/* The highest level this CPU runs (each level has its own kernels). */
+static int top_level(void) { return (int)kk__cpu_isa_supported(); }
 
 static void passes_in_every_dtype(int isa) {
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
@@ -61,6 +58,46 @@ static void passes_in_every_dtype(int isa) {
             assert_int_equal(r.status, KK_CASE_PASS);
         }
     kk__cpu_isa_cap(-1);
+}
+
+/* bf16 attention's two products on vdpbf16ps pairs (the weights rounded to
+ * bf16 for P.V); f32 and f16 keep the AVX-512 f32 products. */
+static void passes_with_avx512_bf16(void **state) {
+    (void)state;
+    if (!kk__att_kernels_avx512_bf16()) skip();
+    kk__cpu_isa_cap(KK__ISA_AVX512_BF16);
+    assert_string_equal(kk__att_kernels_best()->name, "avx512_bf16");
+    passes_in_every_dtype(KK__ISA_AVX512_BF16);
+}
+
+/* The pair path is the one taken for bf16 at that level: its weights are
+ * rounded to bf16, so its output differs in bits from the f32 products' (both
+ * pass the check); with odd D it cannot pair and gives the f32 path's bits. */
+static void bf16_pairs_are_taken(void **state) {
+    (void)state;
+    if (!kk__att_kernels_avx512_bf16()) skip();
+    const kk_op *op;
+    kk_assert_ok(kk_op_find("attention", &op));
+    for (int odd = 0; odd < 2; odd++) {
+        kk_op_params p;
+        kk_assert_ok(kk_op_params_parse(op,
+                                        odd ? "B=1 Hq=2 Hkv=1 Sq=50 Sk=77 D=17 dtype=bf16"
+                                            : "B=1 Hq=2 Hkv=1 Sq=50 Sk=77 D=64 dtype=bf16",
+                                        &p));
+        enum { MAX = 2 * 77 * 64 };
+        static uint16_t q[MAX], k[MAX], v[MAX], o[2][MAX];
+        kk_assert_ok(kk_case_fill_inputs(&p, 5, KK_DIST_FULL, (void *[]){q, k, v}));
+        for (int t = 0; t < 2; t++) {
+            kk__cpu_isa_cap(t ? KK__ISA_AVX512 : KK__ISA_AVX512_BF16);
+            kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){q, k, v, o[t]}));
+        }
+        kk__cpu_isa_cap(-1);
+        const size_t bytes = 2 * 50 * (odd ? 17 : 64) * sizeof(uint16_t);
+        if (odd)
+            assert_memory_equal(o[0], o[1], bytes);
+        else
+            assert_memory_not_equal(o[0], o[1], bytes);
+    }
 }
 
 static void passes_with_avx512(void **state) {
@@ -373,6 +410,8 @@ static void slot_refuses_wrong_tensors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exp2_is_accurate),
+        cmocka_unit_test(passes_with_avx512_bf16),
+        cmocka_unit_test(bf16_pairs_are_taken),
         cmocka_unit_test(passes_with_avx512),
         cmocka_unit_test(passes_with_avx2_fma),
         cmocka_unit_test(passes_with_generic_kernels),

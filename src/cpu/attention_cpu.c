@@ -22,7 +22,8 @@
 
 const kk__att_kernels *kk__att_kernels_for(kk__isa isa) {
     const kk__att_kernels *k = NULL;
-    if (isa >= KK__ISA_AVX512) k = kk__att_kernels_avx512();
+    if (isa >= KK__ISA_AVX512_BF16) k = kk__att_kernels_avx512_bf16();
+    if (!k && isa >= KK__ISA_AVX512) k = kk__att_kernels_avx512();
     if (!k && isa >= KK__ISA_AVX2) k = kk__att_kernels_avx2_fma();
     return k ? k : kk__att_kernels_generic();
 }
@@ -126,12 +127,43 @@ static float *kv_to_f32(kk__att_geom *g) {
     return buf;
 }
 
+/* The bf16 pair path: where the kernels have gemm_pairs and q and k can be
+ * read as 32-bit pairs along D in place, V is repacked once per call as
+ * pairs of rows (g->vp). Returns the buffer to free (NULL: not this path). */
+static uint32_t *v_to_pairs(kk__att_geom *g) {
+    const int64_t half_sk = (g->Sk + 1) / 2, words = g->B * g->Hkv * half_sk * g->Dp;
+    const int even = g->D % 2 == 0 && g->q_ss % 2 == 0 && g->q_hs % 2 == 0 && g->q_bs % 2 == 0 &&
+                     g->k_ss % 2 == 0 && g->k_hs % 2 == 0 && g->k_bs % 2 == 0 &&
+                     (uintptr_t)g->q % 4 == 0 && (uintptr_t)g->k % 4 == 0;
+    if (g->dt != KK_DTYPE_BF16 || !g->kern->gemm_pairs || !even ||
+        words * (int64_t)sizeof(uint32_t) > KV_COPY_MAX_BYTES)
+        return NULL;
+    uint32_t *vp = aligned_alloc(64, (size_t)words * sizeof(uint32_t));
+    if (!vp) return NULL; /* the f32 path instead */
+    const uint16_t *v = g->v;
+    const int64_t pairs = g->B * g->Hkv * half_sk;
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
+    for (int64_t i = 0; i < pairs; i++) {
+        const int64_t b = i / (g->Hkv * half_sk), h = i / half_sk % g->Hkv, p = i % half_sk;
+        const uint16_t *lo = v + b * g->v_bs + h * g->v_hs + 2 * p * g->v_ss;
+        const uint16_t *hi = 2 * p + 1 < g->Sk ? lo + g->v_ss : NULL;
+        uint32_t *out = vp + i * g->Dp;
+        for (int64_t d = 0; d < g->D; d++) out[d] = lo[d] | (uint32_t)(hi ? hi[d] : 0) << 16;
+        for (int64_t d = g->D; d < g->Dp; d++) out[d] = 0;
+    }
+    g->vp = vp;
+    g->vp_hs = half_sk * g->Dp;
+    g->vp_bs = g->Hkv * g->vp_hs;
+    return vp;
+}
+
 kk_status kk__attention_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     kk__att_geom g = geometry(p, t);
-    float *kv_copy = kv_to_f32(&g);
+    void *kv_copy = v_to_pairs(&g);
+    if (!kv_copy) kv_copy = kv_to_f32(&g);
     const int64_t nqb = (g.Sq + KK__ATT_BQ - 1) / KK__ATT_BQ, items = g.B * g.Hq * nqb;
     const int threads = (int)(kk__cpu_threads() < items ? kk__cpu_threads() : items);
     const int64_t per_thread = kk__att_scratch_floats(g.Dp);

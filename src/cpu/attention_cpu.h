@@ -38,6 +38,13 @@ typedef struct kk__att_kernels {
     /* x[j] = 2^(x[j] - m) for j < n (0 for -inf); returns their sum. The same
    * exp2 as softmax's, exposed for its accuracy test. */
     float (*exp2_sum)(float *x, int n, float m);
+    /* With AVX512_BF16 (else NULL): gemm on pairs of bf16 values along k, each
+   * pair one 32-bit word: C[m,n] (= diag(alpha) C) + sum over kp pairs of
+   * A(i,p) . B(p, j), A(i,p) = a[i * ars + p * aps], B's pair row p at
+   * b + p * ldb (words); n % KK__ATT_NT == 0. The bf16 attention's two
+   * products (docs/backends/cpu.md, "Attention"). */
+    void (*gemm_pairs)(float *c, int64_t ldc, const uint32_t *a, int64_t ars, int64_t aps,
+                       const uint32_t *b, int64_t ldb, int m, int n, int kp, const float *alpha);
 } kk__att_kernels;
 
 /* exp2 on [-1/2, 1/2]: 1 + r (C1 + r (C2 + ...)), a degree-5 fit of minimal
@@ -55,6 +62,8 @@ const kk__att_kernels *kk__att_kernels_generic(void);
 const kk__att_kernels *kk__att_kernels_avx2_fma(void);
 /* NULL when this is not x86-64 or the CPU lacks AVX-512 F/BW/VL. */
 const kk__att_kernels *kk__att_kernels_avx512(void);
+/* The AVX-512 kernels and gemm_pairs; NULL without AVX512_BF16. */
+const kk__att_kernels *kk__att_kernels_avx512_bf16(void);
 /* The best kernels at instruction-set level `isa` or below. */
 const kk__att_kernels *kk__att_kernels_for(kk__isa isa);
 /* What kk__attention_cpu uses: kk__att_kernels_for(kk__cpu_isa()). */
@@ -70,7 +79,13 @@ typedef struct kk__att_geom {
     int64_t q_bs, q_hs, q_ss, k_bs, k_hs, k_ss, v_bs, v_hs, v_ss, o_bs, o_hs, o_ss;
     int64_t lse_bs, lse_hs, lse_ss;
     kk_dtype dt;
-    int kv_f32;   /* k and v point at f32 copies (rows of Dp, v's padding zero) */
+    int kv_f32; /* k and v point at f32 copies (rows of Dp, v's padding zero) */
+    /* The bf16 pair path (kern->gemm_pairs): v as pairs of rows, word
+     * [b][h][p][d] = v[2p][d] | v[2p+1][d] << 16 (zero past Sk and D), at
+     * vp + b * vp_bs + h * vp_hs + p * Dp; NULL: not this path. q and k are
+     * read in place as pairs along D (D and their strides even). */
+    const uint32_t *vp;
+    int64_t vp_bs, vp_hs;
     float qscale; /* softmax scale * log2(e) */
     int dropout;  /* p > 0: drop where the Philox word < drop_threshold */
     uint32_t drop_threshold;
@@ -95,6 +110,8 @@ typedef struct kk__att_scratch {
     float *m, *sum, *alpha; /* [BQ] running max (log2 units), block sum, rescale */
     double *l;              /* [BQ] running sum: f64, as it adds up to Sk / BK terms */
     int64_t *lo, *hi;       /* [BQ] the keys each row may see */
+    uint32_t *qp;           /* [Dp/2][BQ] the pair path: the query block as bf16 pairs */
+    uint32_t *pp;           /* [BK/2][BQ] ... the weights as bf16 pairs of keys */
 } kk__att_scratch;
 
 /* Floats of one thread's scratch, each part rounded up to 64 bytes. */

@@ -138,15 +138,80 @@ TARGET static void softmax_avx512(float *s, int64_t lds, int nk, int n, float *m
     }
 }
 
+/* ---- AVX512_BF16: the same tiles on pairs of bf16 values (vdpbf16ps) ---- */
+
+#define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define PAIRS_FN(name, ROWS, W)                                                                    \
+    TARGET_BF16 static inline void name(float *c, int64_t ldc, const uint32_t *a, int64_t ars,     \
+                                        int64_t aps, const uint32_t *b, int64_t ldb, int kp,       \
+                                        const float *alpha) {                                      \
+        ROWS(DECL##W)                                                                              \
+        if (alpha) {                                                                               \
+            ROWS(SCALE##W)                                                                         \
+        }                                                                                          \
+        for (int p = 0; p < kp; p++) {                                                             \
+            const uint32_t *ap = a + p * aps;                                                      \
+            PLOADB##W ROWS(PSTEP##W)                                                               \
+        }                                                                                          \
+        ROWS(STORE##W)                                                                             \
+    }
+#define PLOADB1 const __m512i b0 = _mm512_loadu_si512(b + p * ldb);
+#define PLOADB2 PLOADB1 const __m512i b1 = _mm512_loadu_si512(b + p * ldb + 16);
+#define PSTEP1(r)                                                                                  \
+    lo##r = _mm512_dpbf16_ps(lo##r, (__m512bh)_mm512_set1_epi32((int)ap[r * ars]), (__m512bh)b0);
+#define PSTEP2(r)                                                                                  \
+    {                                                                                              \
+        const __m512i ar = _mm512_set1_epi32((int)ap[r * ars]);                                    \
+        lo##r = _mm512_dpbf16_ps(lo##r, (__m512bh)ar, (__m512bh)b0);                               \
+        hi##r = _mm512_dpbf16_ps(hi##r, (__m512bh)ar, (__m512bh)b1);                               \
+    }
+
+PAIRS_FN(pairs12x32, ROWS12, 2)
+PAIRS_FN(pairs12x16, ROWS12, 1)
+PAIRS_FN(pairs4x32, ROWS4, 2)
+PAIRS_FN(pairs4x16, ROWS4, 1)
+PAIRS_FN(pairs1x32, ROWS1, 2)
+PAIRS_FN(pairs1x16, ROWS1, 1)
+
+TARGET_BF16 static void gemm_pairs_avx512(float *c, int64_t ldc, const uint32_t *a, int64_t ars,
+                                          int64_t aps, const uint32_t *b, int64_t ldb, int m, int n,
+                                          int kp, const float *alpha) {
+    for (int j0 = 0; j0 < n; j0 += 32) {
+        const int wide = n - j0 >= 32;
+        float *cj = c + j0;
+        const uint32_t *bj = b + j0;
+        int i = 0;
+        for (; i + 12 <= m; i += 12)
+            (wide ? pairs12x32 : pairs12x16)(cj + i * ldc, ldc, a + i * ars, ars, aps, bj, ldb, kp,
+                                             alpha ? alpha + i : NULL);
+        for (; i + 4 <= m; i += 4)
+            (wide ? pairs4x32 : pairs4x16)(cj + i * ldc, ldc, a + i * ars, ars, aps, bj, ldb, kp,
+                                           alpha ? alpha + i : NULL);
+        for (; i < m; i++)
+            (wide ? pairs1x32 : pairs1x16)(cj + i * ldc, ldc, a + i * ars, ars, aps, bj, ldb, kp,
+                                           alpha ? alpha + i : NULL);
+    }
+}
+
 static const kk__att_kernels avx512 = {
     .name = "avx512", .gemm = gemm_avx512, .softmax = softmax_avx512, .exp2_sum = exp2_sum_avx512};
+static const kk__att_kernels avx512_bf16 = {.name = "avx512_bf16",
+                                            .gemm = gemm_avx512,
+                                            .softmax = softmax_avx512,
+                                            .exp2_sum = exp2_sum_avx512,
+                                            .gemm_pairs = gemm_pairs_avx512};
 
 const kk__att_kernels *kk__att_kernels_avx512(void) {
     return kk__cpu_isa_supported() >= KK__ISA_AVX512 ? &avx512 : NULL;
 }
 
+const kk__att_kernels *kk__att_kernels_avx512_bf16(void) {
+    return kk__cpu_isa_supported() >= KK__ISA_AVX512_BF16 ? &avx512_bf16 : NULL;
+}
+
 #else
 
 const kk__att_kernels *kk__att_kernels_avx512(void) { return NULL; }
+const kk__att_kernels *kk__att_kernels_avx512_bf16(void) { return NULL; }
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
+#include "cpu/cpu_rows.h"
 #include "opdef/attention.h"
 
 #define LN2 0.69314718055994530942
@@ -17,7 +18,8 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t kk__att_scratch_floats(int64_t Dp) {
     const int64_t BQ = KK__ATT_BQ, BK = KK__ATT_BK;
     return 3 * round_up(BQ * Dp, 16) + 2 * round_up(BK * Dp, 16) + round_up(BK * BQ, 16) +
-           round_up(Dp, 16) + 4 * round_up(BQ, 16) + 3 * round_up(2 * BQ, 16);
+           round_up(Dp, 16) + 4 * round_up(BQ, 16) + 3 * round_up(2 * BQ, 16) +
+           round_up(Dp / 2 * BQ, 16) + round_up(BK / 2 * BQ, 16);
 }
 
 void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w) {
@@ -38,6 +40,8 @@ void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w) {
     w->l = (double *)TAKE(2 * BQ); /* 64-byte aligned, 8-byte elements */
     w->lo = (int64_t *)TAKE(2 * BQ);
     w->hi = (int64_t *)TAKE(2 * BQ);
+    w->qp = (uint32_t *)TAKE(Dp / 2 * BQ); /* 32-bit words, as many as floats */
+    w->pp = (uint32_t *)TAKE(BK / 2 * BQ);
 #undef TAKE
 }
 
@@ -95,6 +99,51 @@ static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t k0,
         memset(w->v + j * Dp + D, 0, (size_t)(Dp - D) * sizeof(float));
     }
     return st;
+}
+
+/* ---- the bf16 pair path (g->vp): products by vdpbf16ps, f32 softmax ---- */
+
+/* The query block as pairs along D, unscaled (q is bf16: exact): qp[p][r] =
+ * (q[r][2p], q[r][2p + 1]); the padding columns up to ncols are 0. */
+static void load_q_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t q0, int rows,
+                         int ncols) {
+    const int64_t half = g->D / 2;
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *row = (const uint16_t *)g->q + q0 + r * g->q_ss;
+        for (int64_t p = 0; p < half; p++) memcpy(&w->qp[p * KK__ATT_BQ + r], row + 2 * p, 4);
+    }
+    for (int64_t p = 0; p < half; p++)
+        for (int r = rows; r < ncols; r++) w->qp[p * KK__ATT_BQ + r] = 0;
+}
+
+/* s[j][r] = (k_j . q_r) qscale: the keys are read in place as pairs (k_ss
+ * even), the products and sums in f32, then scaled into log2 units. */
+static void scores_from_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t kidx, int nk,
+                              int ncols) {
+    const uint32_t *k = (const uint32_t *)(const void *)((const uint16_t *)g->k + kidx);
+    g->kern->gemm_pairs(w->s, KK__ATT_BQ, k, g->k_ss / 2, 1, w->qp, KK__ATT_BQ, nk, ncols,
+                        (int)(g->D / 2), NULL);
+    for (int j = 0; j < nk; j++) {
+        float *s = w->s + j * KK__ATT_BQ;
+        for (int c = 0; c < ncols; c++) s[c] *= g->qscale;
+    }
+}
+
+/* o = diag(alpha) o + P V with the weights rounded to bf16 pairs of keys (as
+ * FlashAttention does on the GPU; l keeps their f32 sum) and V's pairs. */
+static void values_from_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t b, int64_t kvh,
+                              int64_t j0, int nk, int rows, int ncols) {
+    const int kp = (nk + 1) / 2;
+    for (int p = 0; p < kp; p++) {
+        const float *lo = w->s + 2 * p * KK__ATT_BQ, *hi = lo + KK__ATT_BQ;
+        uint32_t *out = w->pp + p * KK__ATT_BQ;
+        const int second = 2 * p + 1 < nk;
+        for (int c = 0; c < ncols; c++)
+            out[c] = kk__f32_bf16(lo[c]) | (uint32_t)(second ? kk__f32_bf16(hi[c]) : 0) << 16;
+    }
+    const uint32_t *vp = g->vp + b * g->vp_bs + kvh * g->vp_hs + j0 / 2 * g->Dp;
+    g->kern->gemm_pairs(w->o, g->Dp, w->pp, 1, KK__ATT_BQ, vp, g->Dp, rows, (int)g->Dp, kp,
+                        w->alpha);
 }
 
 /* -inf for the keys of the block a row may not see (only rows whose range
@@ -187,19 +236,31 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
     memset(w->o2, 0, (size_t)(rows * Dp) * sizeof(float));
     for (int r = 0; r < rows; r++) w->carry[r] = 1.0f;
     int since_fold = 0;
-    kk_status st = load_q(g, w, b * g->q_bs + h * g->q_hs + i0 * g->q_ss, rows, ncols);
+    const int64_t q0 = b * g->q_bs + h * g->q_hs + i0 * g->q_ss;
+    kk_status st = KK_OK;
+    if (g->vp)
+        load_q_pairs(g, w, q0, rows, ncols);
+    else
+        st = load_q(g, w, q0, rows, ncols);
 
+    /* the pair path reads V's pairs from an even key: the key before jmin is
+     * masked like any other a row may not see */
+    if (g->vp) jmin &= ~(int64_t)1;
     for (int64_t j0 = jmin; j0 <= jmax && st == KK_OK; j0 += KK__ATT_BK) {
         const int nk = (int)(jmax + 1 - j0 < KK__ATT_BK ? jmax + 1 - j0 : KK__ATT_BK);
         int any = 0; /* a key block that no row sees is skipped whole */
         for (int r = 0; r < rows; r++)
             any |= w->hi[r] >= w->lo[r] && w->lo[r] < j0 + nk && w->hi[r] >= j0;
         if (!any) continue;
-        const float *k, *v;
-        int64_t ldk, ldv;
-        st = kv_block(g, w, k0 + j0 * g->k_ss, v0 + j0 * g->v_ss, nk, &k, &ldk, &v, &ldv);
-        /* s[j][r] = k_j . q_r (scaled) */
-        g->kern->gemm(w->s, BQ, k, ldk, 1, w->qt, BQ, nk, ncols, (int)g->D, NULL);
+        const float *k = NULL, *v = NULL;
+        int64_t ldk = 0, ldv = 0;
+        if (g->vp) {
+            scores_from_pairs(g, w, k0 + j0 * g->k_ss, nk, ncols);
+        } else {
+            st = kv_block(g, w, k0 + j0 * g->k_ss, v0 + j0 * g->v_ss, nk, &k, &ldk, &v, &ldv);
+            /* s[j][r] = k_j . q_r (scaled) */
+            g->kern->gemm(w->s, BQ, k, ldk, 1, w->qt, BQ, nk, ncols, (int)g->D, NULL);
+        }
         mask_block(w, rows, j0, nk);
         g->kern->softmax(w->s, BQ, nk, ncols, w->m, w->sum, w->alpha);
         for (int r = 0; r < rows; r++) {
@@ -208,7 +269,10 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
         }
         if (g->dropout) apply_dropout(g, w, (uint32_t)bh, i0, rows, j0, nk);
         /* o[r] = alpha_r o[r] + sum_j s[j][r] v_j */
-        g->kern->gemm(w->o, Dp, w->s, 1, BQ, v, ldv, rows, (int)Dp, nk, w->alpha);
+        if (g->vp)
+            values_from_pairs(g, w, b, kvh, j0, nk, rows, ncols);
+        else
+            g->kern->gemm(w->o, Dp, w->s, 1, BQ, v, ldv, rows, (int)Dp, nk, w->alpha);
         if (++since_fold == KK__ATT_FOLD) {
             fold(g, w, rows);
             since_fold = 0;
