@@ -162,7 +162,7 @@ static void bf16_product_is_exact(void **state) {
     for (int i = 0; i < M * LDA; i++) a[i] = kk_f32_to_bf16((float)((i * 7) % 9 - 4));
     for (int i = 0; i < N * LDB; i++) b[i] = kk_f32_to_bf16((float)((i * 5) % 7 - 3));
     for (int i = 0; i < M * LDC; i++) c[i] = -12345.0f; /* the columns past N must stay */
-    kk_assert_ok(kk__cpu_gemm_bf16(M, N, K, a, LDA, b, LDB, c, LDC));
+    kk_assert_ok(kk__cpu_gemm_bf16(M, N, K, a, LDA, b, LDB, c, LDC, NULL, NULL));
     for (int i = 0; i < M; i++)
         for (int j = 0; j < LDC; j++) {
             double want = -12345.0;

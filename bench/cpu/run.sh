@@ -16,6 +16,11 @@
 #   BUILD=build-bench THREADS=2 BUDGET=3 ROUNDS=3 bench/cpu/run.sh
 #   ISAS="avx2" bench/cpu/run.sh      # also each KernelKit suite but nvfp4 with the CPU
 #                                     # kernels capped at AVX2 (KK_CPU_ISA), per round
+#   BEFORE=old/kernelkit ISAS=avx2 bench/cpu/run.sh
+#                                     # and an older build's kernelkit on the same suites in
+#                                     # each round (before-<suite>-r<r>.json), then `kernelkit
+#                                     # compare` of it against this build capped at the first
+#                                     # of ISAS (compare-<suite>-<isa>-r<r>.md)
 #
 # Writes, under bench/results/cpu/<cpu model>/ (OUT_DIR overrides):
 # kernelkit-<suite>-r<round>.json for the suites cpu-linear, cpu-linear-bf16,
@@ -91,6 +96,13 @@ for r in $(seq 1 "$ROUNDS"); do
       KK_CPU_ISA=$isa "$KK" bench --device cpu --suite "bench/suites/$suite.json" \
         --time-budget "$BUDGET" -o "$OUT/kernelkit-$suite-$isa-r$r.json"
     done
+    if [ -n "${BEFORE:-}" ] && [ -n "$ISAS" ] && [ "$suite" != cpu-nvfp4 ]; then
+      first=${ISAS%% *}
+      "$BEFORE" bench --device cpu --suite "bench/suites/$suite.json" --time-budget "$BUDGET" \
+        -o "$OUT/before-$suite-r$r.json"
+      "$KK" compare "$OUT/before-$suite-r$r.json" "$OUT/kernelkit-$suite-$first-r$r.json" \
+        --markdown "$OUT/compare-$suite-$first-r$r.md" > /dev/null || true
+    fi
     if [[ $anchored == *" $suite "* ]]; then
       "$VENV/bin/python" bench/cpu/torch_cpu.py "bench/suites/$suite.json" \
         --threads "$THREADS" --time-budget "$BUDGET" --output "$raw"

@@ -21,19 +21,12 @@
  * a read of the block from L3. */
 #define KK__GEMM_BLOCK_BYTES (INT64_C(8) << 20)
 
-/* The epilogue loops are compiled for AVX-512, AVX2 and baseline x86-64, the
- * best chosen at load time: the library is built without -march, and GELU's
- * erf is 4 times faster in 16 lanes than in SSE2's 4. Clones may differ in
- * the last bit where a compiler contracts a*b+c into an FMA (clang does by
- * default); the tolerances are far above that. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
-#define KK__VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef KK__VEC_CLONES
-#define KK__VEC_CLONES
-#endif
+/* The epilogue and decode loops are compiled per instruction-set level
+ * (KK__ISA_CLONES, cpu_isa.h), the one for kk__cpu_isa() picked per call: the
+ * library is built without -march, and GELU's erf is 4 times faster in 16
+ * lanes than in SSE2's 4. Levels may differ in the last bit where a compiler
+ * contracts a*b+c into an FMA (clang does by default); the tolerances are far
+ * above that. */
 
 /* The epilogue of one row: c[w] holds the f32 products of row m, columns
  * n0 .. n0 + cols - 1, of each weight w (two for SwiGLU); c[0] may be
@@ -71,8 +64,13 @@ void kk__cpu_gemm_set_blocking(int64_t rows, int64_t panel_rows);
  * threads. Available when kk__cpu_isa() reaches avx512_bf16; otherwise the
  * driver decodes bf16 to f32 panels for sgemm. */
 int kk__cpu_gemm_bf16_available(void);
+/* Called by the thread that finished a tile of c (rows [i0, i0 + rows),
+ * columns [j0, j0 + cols), at c_tile, row stride ldc), while it is in cache. */
+typedef void (*kk__cpu_tile_fn)(void *ctx, float *c_tile, int64_t ldc, int64_t i0, int64_t rows,
+                                int64_t j0, int64_t cols);
 kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
-                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc);
+                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+                            kk__cpu_tile_fn done, void *ctx);
 
 /* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
 void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);
@@ -122,16 +120,13 @@ static inline float kk__expf(float x) {
  * magnitude 10..30 are common), for a difference no tolerance can see. */
 static inline float kk__erfc_pos(float z) {
     const float t = 1.0f / (1.0f + 0.5f * z);
-    float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
+    /* the degree-9 polynomial in Estrin's form: 4 dependent steps instead of
+     * Horner's 9, so the vector units overlap more of one element's work */
+    const float t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
+    const float q0 = -1.26551223f + 1.00002368f * t, q1 = 0.37409196f + 0.09678418f * t;
+    const float q2 = -0.18628806f + 0.27886807f * t, q3 = -1.13520398f + 1.48851587f * t;
+    const float q4 = -0.82215223f + 0.17087277f * t;
+    const float p = (q0 + q1 * t2) + (q2 + q3 * t2) * t4 + q4 * t8;
     const float arg = p - z * z;
     return kk__select(z >= 9.0f, 0.0f, t * kk__expf(kk__select(arg < -80.0f, -80.0f, arg)));
 }

@@ -141,7 +141,8 @@ static void scratch_give(void *p, int cached) {
 }
 
 kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
-                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc) {
+                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+                            kk__cpu_tile_fn done, void *ctx) {
     if (!kk__cpu_gemm_bf16_available())
         return kk__error(KK_ERR_UNSUPPORTED, "gemm", "the bf16 product needs AVX512_BF16");
     /* Every k block of every strip of b and panel of a, packed once: block kb
@@ -189,6 +190,8 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
                     }
                 }
             }
+            if (done)
+                done(ctx, c + i0 * ldc + j0, ldc, i0, min64(MC, m - i0), j0, min64(NC, n - j0));
         }
     }
     scratch_give(bpack, cached);
@@ -200,8 +203,10 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
 int kk__cpu_gemm_bf16_available(void) { return 0; }
 
 kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
-                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc) {
+                            const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+                            kk__cpu_tile_fn done, void *ctx) {
     (void)m, (void)n, (void)K, (void)a, (void)lda, (void)b, (void)ldb, (void)c, (void)ldc;
+    (void)done, (void)ctx;
     return kk__error(KK_ERR_UNSUPPORTED, "gemm", "the bf16 product needs x86-64 AVX512_BF16");
 }
 

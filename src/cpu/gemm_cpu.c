@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "cpu/cpu_gemm_internal.h"
+#include "cpu/cpu_isa.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/gemm.h"
@@ -38,20 +39,26 @@ static void blas_threads(int n) {
 static size_t elem_size(kk_dtype dt) { return kk_dtype_bytes(dt, 1); }
 
 /* fp8 codes to f32 through their table: a gather, which AVX2 and AVX-512 have. */
-KK__VEC_CLONES static void decode_table(const uint8_t *restrict s, const float *restrict table,
-                                        float *restrict out, int64_t n) {
+KK__ISA_INLINE void decode_table(const uint8_t *restrict s, const float *restrict table,
+                                 float *restrict out, int64_t n) {
     for (int64_t k = 0; k < n; k++) out[k] = table[s[k]];
 }
+KK__ISA_CLONES(decode_table,
+               (const uint8_t *restrict s, const float *restrict table, float *restrict out,
+                int64_t n),
+               (s, table, out, n))
 
 /* rows [r0, r0 + rows) of a [*, K] matrix of `dt` to f32 (table: fp8). */
 static void decode_rows(const void *src, kk_dtype dt, const float *table, int64_t r0, int64_t rows,
                         int64_t K, float *dst) {
+    void (*const decode)(const uint8_t *, const float *, float *, int64_t) =
+        KK__ISA_PICK(decode_table);
 #pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
     for (int64_t i = 0; i < rows; i++) {
         const int64_t at = (r0 + i) * K;
         float *out = dst + i * K;
         if (table) {
-            decode_table((const uint8_t *)src + at, table, out, K);
+            decode((const uint8_t *)src + at, table, out, K);
         } else {
             kk_convert_host((const char *)src + (size_t)at * elem_size(dt), dt, out, KK_DTYPE_F32,
                             (size_t)K);
@@ -79,6 +86,22 @@ static void epilogue(const kk__gemm_job *job, float *const *c, const int64_t *ld
         float *row[2] = {NULL, NULL};
         for (int w = 0; w < job->nweights; w++) row[w] = c[w] + r * ldc[w] + j0;
         job->row(job, row, m0 + r, n0 + j0, min64(EPI_CHUNK, cols - j0));
+    }
+}
+
+/* The epilogue of one tile of the bf16 product, run by the thread that
+ * computed it while the tile is still in its L2 (one weight only). */
+typedef struct tile_ctx {
+    const kk__gemm_job *job;
+    int64_t m0, n0; /* the block's first row and column */
+} tile_ctx;
+
+static void epilogue_tile(void *ctx, float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j0,
+                          int64_t cols) {
+    const tile_ctx *t = ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *row[2] = {c + r * ldc, NULL};
+        t->job->row(t->job, row, t->m0 + i0 + r, t->n0 + j0, cols);
     }
 }
 
@@ -120,6 +143,8 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
     }
     int64_t mb = min64(block_rows(N), M), nb = N;
     const int decode_a = !a_f32 && !bf16_dot, decode_b = !b_f32 && !bf16_dot;
+    /* one bf16 product: its epilogue runs tile by tile inside it */
+    const int fused = bf16_dot && job->row && job->nweights == 1;
     if (decode_a) mb = min64(mb, max64(1, A_BLOCK_BYTES / (4 * K)));
     if (decode_b) nb = min64(nb, max64(1, PANEL_BYTES / (4 * K)));
     const int scratch_c0 = job->c_direct == NULL;
@@ -164,8 +189,10 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                 c[w] = direct ? job->c_direct + m0 * N + n0 : s.c[w];
                 ldc[w] = direct ? N : cols;
                 if (bf16_dot) {
+                    tile_ctx t = {job, m0, n0};
                     st = kk__cpu_gemm_bf16(rows, cols, K, (const uint16_t *)job->a + m0 * K, K,
-                                           (const uint16_t *)job->b[w] + n0 * K, K, c[w], ldc[w]);
+                                           (const uint16_t *)job->b[w] + n0 * K, K, c[w], ldc[w],
+                                           fused ? epilogue_tile : NULL, &t);
                     if (st != KK_OK) break;
                     continue;
                 }
@@ -173,7 +200,7 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                             (blasint)K, 1.0f, a, (blasint)K, b[w], (blasint)K, 0.0f, c[w],
                             (blasint)ldc[w]);
             }
-            if (job->row && st == KK_OK) epilogue(job, c, ldc, m0, rows, n0, cols);
+            if (job->row && !fused && st == KK_OK) epilogue(job, c, ldc, m0, rows, n0, cols);
         }
     }
     scratch_free(&s);
@@ -182,14 +209,17 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
 
 /* f16/bf16: the f32 product of a block, rounded once into c (bf16 in this
  * clone's vectors; the epilogue's pieces are at most EPI_CHUNK long). */
-KK__VEC_CLONES static void round_row(const kk__gemm_job *job, float *const *c, int64_t m,
-                                     int64_t n0, int64_t cols) {
+KK__ISA_INLINE void round_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
+                              int64_t cols) {
     kk_tensor *out = (kk_tensor *)job->ctx;
     if (out->dtype == KK_DTYPE_BF16)
         kk__row_store(out->data, out->dtype, m * job->N + n0, c[0], (int)cols);
     else
         kk__cpu_store_row(c[0], out->data, out->dtype, m * job->N + n0, cols);
 }
+KK__ISA_CLONES(round_row,
+               (const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0, int64_t cols),
+               (job, c, m, n0, cols))
 
 kk_status kk__gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
     (void)s;
@@ -206,7 +236,7 @@ kk_status kk__gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s) 
                               .b_dtype = dt,
                               .nweights = 1,
                               .c_direct = f32 ? (float *)t[2]->data : NULL,
-                              .row = f32 ? NULL : round_row,
+                              .row = f32 ? NULL : KK__ISA_PICK(round_row),
                               .ctx = t[2]};
     return kk__cpu_gemm_run(&job, "gemm");
 }

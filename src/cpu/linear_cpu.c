@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "cpu/cpu_gemm_internal.h"
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/linear.h"
 
@@ -31,8 +32,8 @@ static inline float relu(float x) { return kk__select(x > 0.0f, x, 0.0f); }
         }                                                                                          \
     } while (0)
 
-KK__VEC_CLONES static void swiglu(float *restrict h, float *restrict u, const float *b,
-                                  const float *bu, int64_t cols) {
+KK__ISA_INLINE void swiglu(float *restrict h, float *restrict u, const float *b, const float *bu,
+                           int64_t cols) {
     if (b) {
 #pragma omp simd
         for (int64_t j = 0; j < cols; j++) h[j] = kk__silu(h[j] + b[j]) * (u[j] + bu[j]);
@@ -52,8 +53,8 @@ static void add_residual(float *restrict h, const void *r, kk_dtype dt, int64_t 
     }
 }
 
-KK__VEC_CLONES static void linear_row(const kk__gemm_job *job, float *const *c, int64_t m,
-                                      int64_t n0, int64_t cols) {
+KK__ISA_INLINE void linear_row(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
+                               int64_t cols) {
     const linear_ctx *x = job->ctx;
     float *restrict h = c[0];
     const float *restrict b = x->bias ? x->bias + n0 : NULL;
@@ -73,6 +74,9 @@ KK__VEC_CLONES static void linear_row(const kk__gemm_job *job, float *const *c, 
     else
         kk__cpu_store_row(h, x->y, x->dtype, m * job->N + n0, cols);
 }
+KK__ISA_CLONES(linear_row,
+               (const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0, int64_t cols),
+               (job, c, m, n0, cols))
 
 /* A bias as f32: the tensor itself when it is f32, else a decoded copy. */
 static const float *bias_f32(const kk_tensor *t, int64_t N, float **owned) {
@@ -117,7 +121,7 @@ kk_status kk__linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream s
                                * r may be y itself (y += ...) */
                               .c_direct =
                                   dt == KK_DTYPE_F32 && !ctx.residual ? (float *)ctx.y : NULL,
-                              .row = linear_row,
+                              .row = KK__ISA_PICK(linear_row),
                               .ctx = &ctx};
     st = kk__cpu_gemm_run(&job, "linear");
     free(owned[0]);
