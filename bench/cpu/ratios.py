@@ -120,6 +120,7 @@ def main():
         out += table(suite, rows, len(rs))
     out += isa_tables(folder)
     out += bandwidth_table(folder, "cpu-rowops", "copy_gbs", "copy")
+    out += bandwidth_table(folder, "cpu-fused-rows", "copy_gbs", "copy")
     files = []
     while (folder / f"kernelkit-cpu-nvfp4-r{len(files) + 1}.json").exists():
         files.append(folder / f"kernelkit-cpu-nvfp4-r{len(files) + 1}.json")

@@ -34,9 +34,9 @@ extern "C" {
 #endif
 
 #define KK_OP_MAX_PARAMS 24
-#define KK_OP_MAX_LISTS 2 /* KK_PARAM_LIST parameters of one op */
-#define KK_OP_LIST_MAX 64 /* values of one KK_PARAM_LIST parameter */
-#define KK_OP_MAX_TENSORS 8
+#define KK_OP_MAX_LISTS 2      /* KK_PARAM_LIST parameters of one op */
+#define KK_OP_LIST_MAX 64      /* values of one KK_PARAM_LIST parameter */
+#define KK_OP_MAX_TENSORS 12   /* rope_kv_append has 9 */
 #define KK_OP_MAX_TOLERANCES 8 /* convert has one row per float dtype: 7 */
 
 /* ---- parameter schema ---- */

@@ -60,6 +60,13 @@ KK_API kk_status kk_swiglu(const kk_tensor *x, const kk_tensor *w_gate, const kk
                            const kk_tensor *bias_gate, const kk_tensor *bias_up, kk_tensor *y,
                            kk_stream stream);
 
+/* SwiGLU's elementwise part on projections already made: y = silu(g) * u,
+ * silu(v) = v / (1 + exp(-v)) in f32. g, u, y [M,N]; or u NULL and g the
+ * packed [M,2N] output of a fused gate_up projection (each row's first N
+ * columns the gate, the last N the up). One dtype, f32, f16 or bf16. */
+KK_API kk_status kk_silu_mul(const kk_tensor *g, const kk_tensor *u, kk_tensor *y,
+                             kk_stream stream);
+
 typedef struct kk_attention_options {
     int causal;            /* query i sees keys j <= i + Sk - Sq (bottom-right aligned) */
     int64_t window_left;   /* keys j >= i + Sk - Sq - window_left only; -1 = unlimited */
@@ -130,6 +137,26 @@ KK_API kk_status kk_nvfp4_gemv(const kk_tensor *a, const kk_tensor *sa, const kk
 KK_API kk_status kk_rmsnorm(const kk_tensor *x, const kk_tensor *w, kk_tensor *y, double eps,
                             kk_stream stream);
 
+/* The residual add and RMSNorm of a pre-norm decoder layer in one pass:
+ * h = x + residual, rounded to the dtype (the new residual stream), then
+ * y = rmsnorm(h) * w as kk_rmsnorm computes it from that rounded h. x,
+ * residual, h, y [rows,n], w [n]; one dtype, f32, f16 or bf16. h may be
+ * residual or x itself (the in-place residual update); y must be a tensor of
+ * its own. */
+KK_API kk_status kk_add_rmsnorm(const kk_tensor *x, const kk_tensor *residual, const kk_tensor *w,
+                                kk_tensor *h, kk_tensor *y, double eps, kk_stream stream);
+
+/* RMSNorm quantized to fp8 for an FP8 GEMM: y = rmsnorm(x) * w in f32 (not
+ * rounded), then per group of `group` elements of a row (128: DeepSeek's 1x128
+ * activation scales; 0: one scale per row) scale = amax|y| / 448 (1 for an
+ * all-zero group) and q = e4m3(y / scale), bit for bit kk_quantize's 1x128 /
+ * per-tensor rules on that y (kernelkit/quant.h). x [rows,n], w [n] f32, f16
+ * or bf16; q fp8_e4m3 [rows,n]; scales f32 [rows, n/group] ([rows,1] for
+ * group 0); n a multiple of group. Dequantized: q * scale. A non-finite y is
+ * KK_ERR_QUANTIZATION, as in kk_quantize. */
+KK_API kk_status kk_rmsnorm_fp8(const kk_tensor *x, const kk_tensor *w, kk_tensor *q,
+                                kk_tensor *scales, double eps, int group, kk_stream stream);
+
 /* y = (x - mean) / sqrt(var + eps) * w + b along the last dimension, with the
  * biased variance (torch.nn.LayerNorm): x, y [rows,n]; w, b [n] both, or both
  * NULL for no affine transform; one dtype, f32, f16 or bf16; eps in 1e-12..1
@@ -142,29 +169,74 @@ KK_API kk_status kk_layernorm(const kk_tensor *x, const kk_tensor *w, const kk_t
  * otherwise; 0 gives the uniform 1/n). */
 KK_API kk_status kk_softmax(const kk_tensor *x, kk_tensor *y, double scale, kk_stream stream);
 
+/* kk_softmax over attention scores, with the causal mask: x, y [rows,n] hold
+ * rows / sq matrices of sq queries by n keys (x viewed as [B*H*sq, n]); sq a
+ * divisor of rows, 0 = rows. With causal nonzero, query i = r % sq sees keys
+ * j <= i + n - sq (bottom-right aligned, as kk_attention's mask); the others
+ * get probability 0, and a row that sees no key is all zeros. causal 0 is
+ * kk_softmax. CUDA kernels take causal 0 only; causal rows run on the CPU. */
+KK_API kk_status kk_softmax_masked(const kk_tensor *x, kk_tensor *y, double scale, int causal,
+                                   int64_t sq, kk_stream stream);
+
 typedef enum kk_rope_style {
     KK_ROPE_NEOX = 0, /* pairs (i, i + R/2): rotate_half, GPT-NeoX and LLaMA in HF */
     KK_ROPE_GPTJ      /* pairs (2i, 2i + 1): interleaved, GPT-J */
 } kk_rope_style;
+
+typedef enum kk_rope_scaling {
+    KK_ROPE_SCALING_NONE = 0,
+    KK_ROPE_SCALING_LLAMA3 /* HF rope_type "llama3" (Llama 3.1, 3.2) */
+} kk_rope_scaling;
 
 typedef struct kk_rope_options {
     int64_t rotary_dim; /* R, the dimensions rotated: even, <= D; 0 = D (D even) */
     int64_t offset;     /* position of s = 0 (the cache length when decoding), 0..2^24 */
     double theta;       /* frequency base: f_i = theta^(-2i/R), 1..1e9 */
     kk_rope_style style;
+    /* NULL, or int32 [B,S] on the tensors' device: token (b, s) is at
+     * positions[b,s] and offset is not used (packed batches, decode steps of
+     * sequences at different lengths) */
+    const kk_tensor *positions;
+    /* Llama-3 scaling of f_i, as HF's _compute_llama3_parameters: wavelengths
+     * 2 pi / f_i above original_max_position / low_freq_factor are slowed by
+     * factor, those below original_max_position / high_freq_factor kept, the
+     * band between blended; the four fields are read with LLAMA3 only */
+    kk_rope_scaling scaling;
+    double factor;                 /* 8 (Llama 3.1), 32 (3.2); 1e-3..1e4 */
+    double low_freq_factor;        /* 1 */
+    double high_freq_factor;       /* 4; more than low_freq_factor */
+    int64_t original_max_position; /* 8192, original_max_position_embeddings */
 } kk_rope_options;
 
-/* Every dimension rotated, positions from 0, theta 10000, NeoX pairs. */
+/* Every dimension rotated, positions from 0, theta 10000, NeoX pairs, no
+ * scaling (the llama3 fields at Llama 3.1's values). */
 #define KK_ROPE_OPTIONS_INIT                                                                       \
-    { 0, 0, 10000.0, KK_ROPE_NEOX }
+    { 0, 0, 10000.0, KK_ROPE_NEOX, NULL, KK_ROPE_SCALING_NONE, 8.0, 1.0, 4.0, 8192 }
 KK_API void kk_rope_options_init(kk_rope_options *opt);
 
 /* Rotary position embedding as HF transformers applies it: x, y [B,H,S,D], one
- * dtype, f32, f16 or bf16; position p = offset + s, each pair (a, b) of the
- * first R dimensions rotated by p * f_i to (a cos - b sin, b cos + a sin), the
- * rest copied. opt NULL = KK_ROPE_OPTIONS_INIT. */
+ * dtype, f32, f16 or bf16; position p = offset + s (or opt->positions[b,s]),
+ * each pair (a, b) of the first R dimensions rotated by p * f_i to
+ * (a cos - b sin, b cos + a sin), the rest copied. opt NULL =
+ * KK_ROPE_OPTIONS_INIT. CUDA kernels take neither positions nor scaling yet:
+ * those calls run on the CPU. */
 KK_API kk_status kk_rope(const kk_tensor *x, kk_tensor *y, const kk_rope_options *opt,
                          kk_stream stream);
+
+/* The decode step's bookkeeping in one call: q and k rotated at positions
+ * cache_seqlens[b] + s, k and v appended to the caches in place. q, q_out
+ * [B,Hq,S,D], k, v [B,Hkv,S,D], k_cache, v_cache [B,Hkv,S_max,D], one dtype
+ * (f32, f16, bf16); cache_seqlens int32 [B], each sequence's length before
+ * the call (not updated: add S yourself). Rows cache_seqlens[b] + s (s < S)
+ * of the caches get rotated k and plain v; the rest is untouched. opt:
+ * rotary_dim, theta, style and the scaling as kk_rope; offset must be 0 and
+ * positions NULL. cache_seqlens[b] + S > S_max is KK_ERR_INVALID_ARGUMENT
+ * naming the element, before anything is written. It runs on the CPU (from a
+ * GPU's tensors too, copied). */
+KK_API kk_status kk_rope_kv_append(const kk_tensor *q, const kk_tensor *k, const kk_tensor *v,
+                                   const kk_tensor *cache_seqlens, kk_tensor *k_cache,
+                                   kk_tensor *v_cache, kk_tensor *q_out, const kk_rope_options *opt,
+                                   kk_stream stream);
 
 /* FP8 GEMM with per-tensor scales, as torch._scaled_mm(a, b.t(), scale_a,
  * scale_b) and cuBLASLt's TN layout: c = (scale_a * scale_b) a . b^T; a [M,K]

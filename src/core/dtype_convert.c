@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/dtype_encode.h"
 #include "core/error.h"
 #include "kernelkit/dtype.h"
 
@@ -36,45 +37,14 @@ static inline double bits_f64(uint64_t u) {
     return d;
 }
 
-/* ---- f32 -> narrow ----
- *
- * encode_mag rounds a magnitude `a` (f32 bits without the sign; not NaN; may be
- * +inf) to a binary format with `mbits` mantissa bits and exponent bias `bias`
- * whose biased exponent 0 holds the subnormals. The result is the format's
- * code without its sign bit: (biased exponent << mbits) | mantissa.
- *
- * The 24-bit significand m24 (implicit bit included) is shifted right by `sh`
- * with round-to-nearest-even: sh = 23 - mbits for a normal result, more for a
- * subnormal one (capped at 25, which rounds anything to 0). A carry out of the
- * mantissa correctly bumps the exponent (and a subnormal that rounds up becomes
- * the smallest normal). Codes above max_code, and every a >= big (a power of
- * two beyond the range, so that the shifts cannot overflow), give over_code:
- * the largest finite code for saturating formats, infinity for IEEE ones.
- * Written without branches so that loops over it can be vectorized. */
-static inline uint32_t encode_mag(uint32_t a, uint32_t mbits, uint32_t bias, uint32_t max_code,
-                                  uint32_t over_code, uint32_t big) {
-    const int32_t eb = (int32_t)(a >> 23); /* biased f32 exponent */
-    const uint32_t m24 = (a & 0x7FFFFFu) | 0x800000u;
-    const int32_t nsh = 23 - (int32_t)mbits;
-    int32_t sh = 151 - (int32_t)bias - (int32_t)mbits - eb; /* subnormal shift */
-    sh = sh < nsh ? nsh : sh;
-    sh = sh > 25 ? 25 : sh;
-    /* normal: base + (m24 >> nsh) = (E - 1) << mbits + (1 << mbits | mantissa) */
-    const uint32_t base =
-        eb >= 128 - (int32_t)bias ? (uint32_t)(eb - 128 + (int32_t)bias) << mbits : 0u;
-    const uint32_t half = 1u << (sh - 1);
-    const uint32_t q = (m24 + half - 1u + ((m24 >> sh) & 1u)) >> sh;
-    uint32_t code = base + q;
-    code = code > max_code ? over_code : code;
-    return a >= big ? over_code : code;
-}
+/* ---- f32 -> narrow (kk__encode_mag and e4m3: core/dtype_encode.h) ---- */
 
 static inline uint16_t f32bits_to_f16(uint32_t u) {
     const uint32_t sign = (u >> 16) & 0x8000u;
     const uint32_t a = u & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
     /* max 65504 = 0x7BFF; >= 65520 rounds to inf (0x7C00); big = 2^16 */
-    return (uint16_t)(sign | encode_mag(a, 10, 15, 0x7BFFu, 0x7C00u, 0x47800000u));
+    return (uint16_t)(sign | kk__encode_mag(a, 10, 15, 0x7BFFu, 0x7C00u, 0x47800000u));
 }
 
 static inline uint16_t f32bits_to_bf16(uint32_t u) {
@@ -84,20 +54,12 @@ static inline uint16_t f32bits_to_bf16(uint32_t u) {
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-static inline uint8_t f32bits_to_e4m3(uint32_t u) {
-    const uint32_t sign = (u >> 24) & 0x80u;
-    const uint32_t a = u & 0x7FFFFFFFu;
-    if (a > 0x7F800000u) return 0x7Fu;
-    /* max 448 = 0x7E (0x7F is NaN); big = 2^9 */
-    return (uint8_t)(sign | encode_mag(a, 3, 7, 0x7Eu, 0x7Eu, 0x44000000u));
-}
-
 static inline uint8_t f32bits_to_e5m2(uint32_t u) {
     const uint32_t sign = (u >> 24) & 0x80u;
     const uint32_t a = u & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return 0x7Fu;
     /* max 57344 = 0x7B (0x7C is inf); big = 2^16 */
-    return (uint8_t)(sign | encode_mag(a, 2, 15, 0x7Bu, 0x7Bu, 0x47800000u));
+    return (uint8_t)(sign | kk__encode_mag(a, 2, 15, 0x7Bu, 0x7Bu, 0x47800000u));
 }
 
 static inline uint8_t f32bits_to_e2m1(uint32_t u) {
@@ -105,7 +67,7 @@ static inline uint8_t f32bits_to_e2m1(uint32_t u) {
     const uint32_t a = u & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return 0x7u;
     /* max 6 = 0x7; big = 8 */
-    return (uint8_t)(sign | encode_mag(a, 1, 1, 0x7u, 0x7u, 0x41000000u));
+    return (uint8_t)(sign | kk__encode_mag(a, 1, 1, 0x7u, 0x7u, 0x41000000u));
 }
 
 /* ---- narrow -> f32 ---- */
@@ -227,7 +189,7 @@ uint16_t kk_f32_to_f16(float x) { return f32bits_to_f16(f32_bits(x)); }
 float kk_f16_to_f32(uint16_t bits) { return bits_f32(f16_to_f32bits(bits)); }
 uint16_t kk_f32_to_bf16(float x) { return f32bits_to_bf16(f32_bits(x)); }
 float kk_bf16_to_f32(uint16_t bits) { return bits_f32(bf16_to_f32bits(bits)); }
-uint8_t kk_f32_to_e4m3(float x) { return f32bits_to_e4m3(f32_bits(x)); }
+uint8_t kk_f32_to_e4m3(float x) { return kk__f32bits_to_e4m3(f32_bits(x)); }
 float kk_e4m3_to_f32(uint8_t bits) { return bits_f32(k_e4m3_f32[bits]); }
 uint8_t kk_f32_to_e5m2(float x) { return f32bits_to_e5m2(f32_bits(x)); }
 float kk_e5m2_to_f32(uint8_t bits) { return bits_f32(k_e5m2_f32[bits]); }
@@ -323,7 +285,7 @@ static void store_f32bits(const uint32_t *in, void *dst, kk_dtype t, size_t i0, 
     }
     case KK_DTYPE_FP8_E4M3: {
         uint8_t *d = (uint8_t *)dst + i0;
-        for (size_t i = 0; i < n; i++) d[i] = f32bits_to_e4m3(in[i]);
+        for (size_t i = 0; i < n; i++) d[i] = kk__f32bits_to_e4m3(in[i]);
         break;
     }
     case KK_DTYPE_FP8_E5M2: {

@@ -58,6 +58,15 @@ static inline float kk__f16_f32(uint16_t h) {
     return kk__bits_f32(bits | sign);
 }
 
+/* Sum of squares of a chunk in f32 (vectorized). rmsnorm and the fused norms
+ * all sum a row with it, chunk by chunk, so they agree bit for bit. */
+static inline __attribute__((always_inline)) float kk__chunk_sum_squares(const float *v, int m) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < m; i++) s += v[i] * v[i];
+    return s;
+}
+
 /* Chunk length at `at` of a row of n elements. */
 static inline int kk__row_chunk(int64_t n, int64_t at) {
     return n - at < KK__ROW_CHUNK ? (int)(n - at) : KK__ROW_CHUNK;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
@@ -16,8 +17,8 @@
 #define NB 4      /* weight rows per iteration (dot4) */
 
 /* Weights [k0, k0 + len) of row n, times their block scales and gw. */
-static void dequantize_chunk(const uint8_t *w, const uint8_t *sw, int64_t K, int64_t n, int64_t k0,
-                             int len, float gw, const float *lut, float *out) {
+KK__ISA_INLINE void dequantize_chunk(const uint8_t *w, const uint8_t *sw, int64_t K, int64_t n,
+                                     int64_t k0, int len, float gw, const float *lut, float *out) {
     const uint8_t *bytes = w + (n * K + k0) / 2;
     const uint8_t *scales = sw + (n * K + k0) / 16;
     for (int b = 0; b < len / 16; b++) {
@@ -32,7 +33,7 @@ static void dequantize_chunk(const uint8_t *w, const uint8_t *sw, int64_t K, int
 
 /* The dot products of one x chunk with NB weight chunks at once: each x
  * element is loaded once for NB multiply-adds. */
-static void dot4(const float *x, const float (*wf)[CHUNK], int len, float *out) {
+KK__ISA_INLINE void dot4(const float *x, const float (*wf)[CHUNK], int len, float *out) {
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
 #pragma omp simd reduction(+ : s0, s1, s2, s3)
     for (int i = 0; i < len; i++) {
@@ -46,6 +47,30 @@ static void dot4(const float *x, const float (*wf)[CHUNK], int len, float *out) 
     out[2] += s2;
     out[3] += s3;
 }
+
+/* Weight rows [n0, n0 + nb), nb <= NB, against every row of x: y[m][n]. */
+KK__ISA_INLINE void row_group(const uint8_t *w, const uint8_t *sw, const float *xf, uint16_t *y,
+                              int64_t M, int64_t N, int64_t K, float gw, const float *lut,
+                              int64_t n0) {
+    const int nb = N - n0 < NB ? (int)(N - n0) : NB;
+    float acc[MAX_M][NB] = {{0}}, wf[NB][CHUNK];
+    for (int64_t k0 = 0; k0 < K; k0 += CHUNK) {
+        const int len = K - k0 < CHUNK ? (int)(K - k0) : CHUNK;
+        for (int j = 0; j < NB; j++) /* rows past N: zeros, their sums unused */
+            if (j < nb)
+                dequantize_chunk(w, sw, K, n0 + j, k0, len, gw, lut, wf[j]);
+            else
+                memset(wf[j], 0, sizeof wf[j]);
+        for (int64_t m = 0; m < M; m++)
+            dot4(xf + m * K + k0, (const float(*)[CHUNK])wf, len, acc[m]);
+    }
+    for (int64_t m = 0; m < M; m++)
+        for (int j = 0; j < nb; j++) y[m * N + n0 + j] = kk__f32_bf16(acc[m][j]);
+}
+KK__ISA_CLONES(row_group,
+               (const uint8_t *w, const uint8_t *sw, const float *xf, uint16_t *y, int64_t M,
+                int64_t N, int64_t K, float gw, const float *lut, int64_t n0),
+               (w, sw, xf, y, M, N, K, gw, lut, n0))
 
 kk_status kk__nvfp4_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -68,23 +93,10 @@ kk_status kk__nvfp4_gemm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stre
         kk__row_load(t[0]->data, KK_DTYPE_BF16, m * K, xf + m * K, (int)K);
     float lut[16];
     for (unsigned c = 0; c < 16; c++) lut[c] = kk_e2m1_to_f32((uint8_t)c);
+    void (*const group)(const uint8_t *, const uint8_t *, const float *, uint16_t *, int64_t,
+                        int64_t, int64_t, float, const float *, int64_t) = KK__ISA_PICK(row_group);
 #pragma omp parallel for schedule(static) num_threads(kk__cpu_threads())
-    for (int64_t n0 = 0; n0 < N; n0 += NB) {
-        const int nb = N - n0 < NB ? (int)(N - n0) : NB;
-        float acc[MAX_M][NB] = {{0}}, wf[NB][CHUNK];
-        for (int64_t k0 = 0; k0 < K; k0 += CHUNK) {
-            const int len = K - k0 < CHUNK ? (int)(K - k0) : CHUNK;
-            for (int j = 0; j < NB; j++) /* rows past N: zeros, their sums unused */
-                if (j < nb)
-                    dequantize_chunk(w, sw, K, n0 + j, k0, len, gw, lut, wf[j]);
-                else
-                    memset(wf[j], 0, sizeof wf[j]);
-            for (int64_t m = 0; m < M; m++)
-                dot4(xf + m * K + k0, (const float(*)[CHUNK])wf, len, acc[m]);
-        }
-        for (int64_t m = 0; m < M; m++)
-            for (int j = 0; j < nb; j++) y[m * N + n0 + j] = kk__f32_bf16(acc[m][j]);
-    }
+    for (int64_t n0 = 0; n0 < N; n0 += NB) group(w, sw, xf, y, M, N, K, gw, lut, n0);
     free(xf);
     return KK_OK;
 }

@@ -16,11 +16,7 @@ KK__ISA_INLINE double sum_squares(const void *x, kk_dtype dt, int64_t row, int64
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int m = kk__row_chunk(n, at);
-        const float *v = kk__row_view(x, dt, row * n + at, buf, m);
-        float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-        for (int i = 0; i < m; i++) s += v[i] * v[i];
-        total += s;
+        total += kk__chunk_sum_squares(kk__row_view(x, dt, row * n + at, buf, m), m);
     }
     return total;
 }

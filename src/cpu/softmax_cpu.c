@@ -3,6 +3,8 @@
  * exponentials (kept in a per-thread buffer of one row), then y from them,
  * rounded once; outputs past the last-level cache are streamed. The
  * exponent is (x - max x) * scale, in that order, to keep the error relative.
+ * A causal mask leaves the first `v` keys of a row visible: the passes run
+ * over those, and the rest of the row is written as 0.
  * docs/backends/cpu.md, "Norms, softmax, rotary embeddings". */
 #include <math.h>
 #include <stdlib.h>
@@ -39,16 +41,17 @@ KK__ISA_INLINE float exp_nonpositive(float t) {
     return kk__bits_f32((nan & u) | (~nan & kk__f32_bits(er * two_k)));
 }
 
-/* The row's maximum, taken on order-preserving integer keys of the floats: a
- * float max (x > m ? x : m) is no reduction clang will vectorize without
- * -ffast-math. key = ~bits for negatives, bits | 2^31 otherwise; a +NaN
- * sorts above +inf, so a NaN in the row makes the whole row NaN. */
-KK__ISA_INLINE float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n) {
+/* The maximum of elements [base, base + n) of x, taken on order-preserving
+ * integer keys of the floats: a float max (x > m ? x : m) is no reduction
+ * clang will vectorize without -ffast-math. key = ~bits for negatives,
+ * bits | 2^31 otherwise; a +NaN sorts above +inf, so a NaN in the row makes
+ * the whole row NaN. */
+KK__ISA_INLINE float row_max(const void *x, kk_dtype dt, int64_t base, int64_t n) {
     float buf[KK__ROW_CHUNK];
     uint32_t km = 0; /* below the key of -inf */
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
-        const float *v = kk__row_view(x, dt, row * n + at, buf, len);
+        const float *v = kk__row_view(x, dt, base + at, buf, len);
 #pragma omp simd reduction(max : km)
         for (int i = 0; i < len; i++) {
             const uint32_t u = kk__f32_bits(v[i]);
@@ -59,15 +62,15 @@ KK__ISA_INLINE float row_max(const void *x, kk_dtype dt, int64_t row, int64_t n)
     return kk__bits_f32(km ^ ((0u - ((km >> 31) ^ 1u)) | 0x80000000u));
 }
 
-/* The sum of e^((x - m) scale) over the row; with keep, each value is also
- * kept in keep[0..n) for write_row. */
-KK__ISA_INLINE double row_sum_exp(const void *x, kk_dtype dt, int64_t row, int64_t n, float m,
+/* The sum of e^((x - m) scale) over elements [base, base + n) of x; with
+ * keep, each value is also kept in keep[0..n) for write_row. */
+KK__ISA_INLINE double row_sum_exp(const void *x, kk_dtype dt, int64_t base, int64_t n, float m,
                                   float scale, float *keep) {
     float buf[KK__ROW_CHUNK];
     double total = 0.0;
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
-        const float *v = kk__row_view(x, dt, row * n + at, buf, len);
+        const float *v = kk__row_view(x, dt, base + at, buf, len);
         float s = 0.0f;
         if (keep) {
             float *restrict e = keep + at;
@@ -85,21 +88,25 @@ KK__ISA_INLINE double row_sum_exp(const void *x, kk_dtype dt, int64_t row, int64
     return total;
 }
 
-/* y = e^((x - m) scale) inv, from the kept values when there are (one
- * exponential per element) or recomputed from x. */
-KK__ISA_INLINE void write_row(const void *x, void *y, kk_dtype dt, int64_t row, int64_t n, float m,
-                              float scale, float inv, const float *kept, int stream) {
+/* y = e^((x - m) scale) inv for the first vis elements, from the kept
+ * values when there are (one exponential per element) or recomputed from x;
+ * 0 for the masked rest of the row. */
+KK__ISA_INLINE void write_row(const void *x, void *y, kk_dtype dt, int64_t row, int64_t n,
+                              int64_t vis, float m, float scale, float inv, const float *kept,
+                              int stream) {
     float buf[KK__ROW_CHUNK];
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
         const int len = kk__row_chunk(n, at);
+        const int in = vis - at >= len ? len : vis > at ? (int)(vis - at) : 0;
         if (kept) {
 #pragma omp simd
-            for (int i = 0; i < len; i++) buf[i] = kept[at + i] * inv;
-        } else {
-            const float *v = kk__row_view(x, dt, row * n + at, buf, len);
+            for (int i = 0; i < in; i++) buf[i] = kept[at + i] * inv;
+        } else if (in > 0) {
+            const float *v = kk__row_view(x, dt, row * n + at, buf, in);
 #pragma omp simd
-            for (int i = 0; i < len; i++) buf[i] = exp_nonpositive((v[i] - m) * scale) * inv;
+            for (int i = 0; i < in; i++) buf[i] = exp_nonpositive((v[i] - m) * scale) * inv;
         }
+        for (int i = in; i < len; i++) buf[i] = 0.0f;
         if (stream)
             kk__row_store_stream(y, dt, row * n + at, buf, len);
         else
@@ -107,23 +114,31 @@ KK__ISA_INLINE void write_row(const void *x, void *y, kk_dtype dt, int64_t row, 
     }
 }
 
-/* One row: scale >= 0, so the max of x * scale is scale * (max x). keep:
- * 2n floats of the thread's (the exponentials, then the decoded row when x
- * is not f32), or NULL. */
-KK__ISA_INLINE void softmax_row(const void *x, void *y, kk_dtype dt, int64_t n, float scale,
-                                float *keep, int stream, int64_t r) {
+/* One row of n elements whose first vis are visible (1..n; 0 writes zeros):
+ * scale >= 0, so the max of x * scale is scale * (max x). keep: 2n floats of
+ * the thread's (the exponentials, then the decoded row when x is not f32),
+ * or NULL. */
+KK__ISA_INLINE void softmax_row(const void *x, void *y, kk_dtype dt, int64_t n, int64_t vis,
+                                float scale, float *keep, int stream, int64_t r) {
+    if (vis == 0) {
+        write_row(x, y, dt, r, n, 0, 0.0f, scale, 0.0f, NULL, stream);
+        return;
+    }
     const int decoded = keep && dt != KK_DTYPE_F32;
-    const void *xs = decoded ? kk__row_f32(x, dt, r, n, keep + n) : x;
+    if (decoded)
+        for (int64_t at = 0; at < vis; at += KK__ROW_CHUNK)
+            kk__row_load(x, dt, r * n + at, keep + n + at, kk__row_chunk(vis, at));
+    const void *xs = decoded ? (const void *)(keep + n) : x;
     const kk_dtype xdt = decoded ? KK_DTYPE_F32 : dt;
-    const int64_t xr = decoded ? 0 : r;
-    const float m = row_max(xs, xdt, xr, n);
-    const float inv = (float)(1.0 / row_sum_exp(xs, xdt, xr, n, m, scale, keep));
-    write_row(x, y, dt, r, n, m, scale, inv, keep, stream);
+    const int64_t base = decoded ? 0 : r * n;
+    const float m = row_max(xs, xdt, base, vis);
+    const float inv = (float)(1.0 / row_sum_exp(xs, xdt, base, vis, m, scale, keep));
+    write_row(x, y, dt, r, n, vis, m, scale, inv, keep, stream);
 }
 KK__ISA_CLONES(softmax_row,
-               (const void *x, void *y, kk_dtype dt, int64_t n, float scale, float *keep,
-                int stream, int64_t r),
-               (x, y, dt, n, scale, keep, stream, r))
+               (const void *x, void *y, kk_dtype dt, int64_t n, int64_t vis, float scale,
+                float *keep, int stream, int64_t r),
+               (x, y, dt, n, vis, scale, keep, stream, r))
 
 kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
@@ -134,8 +149,8 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const kk_dtype dt = (kk_dtype)p->i[KK__SMX_DTYPE];
     const void *x = t[0]->data;
     void *y = t[1]->data;
-    void (*const row)(const void *, void *, kk_dtype, int64_t, float, float *, int, int64_t) =
-        KK__ISA_PICK(softmax_row);
+    void (*const row)(const void *, void *, kk_dtype, int64_t, int64_t, float, float *, int,
+                      int64_t) = KK__ISA_PICK(softmax_row);
     const int threads = kk__cpu_threads();
     const int stream_out =
         (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
@@ -145,7 +160,8 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     {
         float *mine = keep ? keep + (int64_t)kk__omp_thread() * 2 * n : NULL;
 #pragma omp for schedule(static) nowait
-        for (int64_t r = 0; r < rows; r++) row(x, y, dt, n, scale, mine, stream_out, r);
+        for (int64_t r = 0; r < rows; r++)
+            row(x, y, dt, n, kk__softmax_visible(p, r), scale, mine, stream_out, r);
         if (stream_out) kk__row_stream_fence(); /* each thread's own streaming stores */
     }
     free(keep);

@@ -3,6 +3,7 @@
 #ifndef KK_OPDEF_ALL_OPS_H
 #define KK_OPDEF_ALL_OPS_H
 
+#include "opdef/add_rmsnorm.h"
 #include "opdef/attention.h"
 #include "opdef/attention_varlen.h"
 #include "opdef/convert.h"
@@ -13,7 +14,10 @@
 #include "opdef/nvfp4_gemm.h"
 #include "opdef/nvfp4_gemv.h"
 #include "opdef/rmsnorm.h"
+#include "opdef/rmsnorm_fp8.h"
 #include "opdef/rope.h"
+#include "opdef/rope_kv_append.h"
+#include "opdef/silu_mul.h"
 #include "opdef/softmax.h"
 
 #endif

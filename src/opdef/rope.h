@@ -1,7 +1,9 @@
 /* Internal: the `rope` op's registry row (src/opdef/rope.c) and its CPU kernel
  * (src/cpu/rope_cpu.c): rotary position embedding of x [B, H, S, D] as HF
  * transformers applies it, neox (rotate_half) or gptj (interleaved) pairs,
- * dimensions past rotary_dim copied. The formula: docs/harness.md, "References". */
+ * dimensions past rotary_dim copied; positions offset + s, or per token from
+ * an int32 pos [B, S] (positions=1); frequencies plain or Llama-3 scaled.
+ * The formula: docs/harness.md, "References". */
 #ifndef KK_OPDEF_ROPE_H
 #define KK_OPDEF_ROPE_H
 
@@ -21,12 +23,29 @@ enum {
     KK__ROPE_THETA,
     KK__ROPE_STYLE,
     KK__ROPE_DTYPE,
+    KK__ROPE_POSITIONS,
+    KK__ROPE_SCALING,
+    KK__ROPE_FACTOR,
+    KK__ROPE_LOW,
+    KK__ROPE_HIGH,
+    KK__ROPE_OLD_LEN,
     KK__ROPE_NPARAMS
 };
 enum { KK__ROPE_NEOX, KK__ROPE_GPTJ };
+enum { KK__ROPE_SCALING_NONE, KK__ROPE_SCALING_LLAMA3 };
 
 extern const kk_op_param kk__rope_params[KK__ROPE_NPARAMS];
 kk_status kk__rope_validate(const kk_op_params *p);
+/* kk__rope_validate with errors naming op `op` (ops built on rope's params). */
+kk_status kk__rope_check(const kk_op_params *p, const char *op);
+/* inv_freq[i], i < R/2, in f64: theta^(-2i/R), Llama-3 scaled when
+ * scaling=llama3 exactly as HF transformers' _compute_llama3_parameters. */
+void kk__rope_inv_freq(const kk_op_params *p, double *inv_freq);
+/* The fuzz hook (by parameter name, so rope_kv_append's too). */
+void kk__rope_fuzz(kk__rng *r, kk_op_params *p, int big);
+/* One row of D in f64: x rotated at position pos into y (the reference). */
+void kk__rope_ref_row(const kk_op_params *p, const double *inv_freq, double pos, const double *x,
+                      double *y);
 int kk__rope_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__rope_flops(const kk_op_params *p);
 kk_status kk__rope_reference(const kk_op_params *p, const double *const *in, double *const *out);

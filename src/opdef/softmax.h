@@ -4,7 +4,10 @@
  *   y[r,:] = softmax(x[r,:] * scale)      x, y [rows, n]
  *
  * along the last dimension, numerically stable (the row's maximum is
- * subtracted first), as torch.softmax(x * scale, dim=-1). */
+ * subtracted first), as torch.softmax(x * scale, dim=-1). With causal=1 the
+ * rows are attention probabilities: row r is query i = r % sq of a matrix of
+ * n keys, and keys j > i + n - sq are masked (probability 0), bottom-right
+ * aligned as attention's causal mask; a row that sees no key is all zeros. */
 #ifndef KK_OPDEF_SOFTMAX_H
 #define KK_OPDEF_SOFTMAX_H
 
@@ -14,9 +17,21 @@
 extern "C" {
 #endif
 
-enum { KK__SMX_ROWS, KK__SMX_N, KK__SMX_SCALE, KK__SMX_DTYPE, KK__SMX_NPARAMS };
+enum {
+    KK__SMX_ROWS,
+    KK__SMX_N,
+    KK__SMX_SCALE,
+    KK__SMX_DTYPE,
+    KK__SMX_CAUSAL,
+    KK__SMX_SQ,
+    KK__SMX_NPARAMS
+};
 
 extern const kk_op_param kk__softmax_params[KK__SMX_NPARAMS];
+kk_status kk__softmax_validate(const kk_op_params *p);
+/* The keys row r sees: 0 .. visible - 1 (n without the mask, 0 for a row
+ * that sees none). */
+int64_t kk__softmax_visible(const kk_op_params *p, int64_t r);
 int kk__softmax_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__softmax_flops(const kk_op_params *p);
 kk_status kk__softmax_reference(const kk_op_params *p, const double *const *in, double *const *out);

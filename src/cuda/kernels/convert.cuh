@@ -12,7 +12,7 @@
 
 namespace kk_convert {
 
-// ---- f32 -> narrow (see encode_mag in dtype_convert.c) ----
+// ---- f32 -> narrow (see kk__encode_mag in src/core/dtype_encode.h) ----
 
 KK__DEV uint32_t encode_mag(uint32_t a, uint32_t mbits, uint32_t bias, uint32_t max_code,
                             uint32_t over_code, uint32_t big) {

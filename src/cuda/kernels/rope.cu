@@ -184,6 +184,14 @@ kk_status go_dtype(const RopeArgs &a, bool gptj, bool vec, size_t smem, cudaStre
 } // namespace
 
 extern "C" kk_status kk__rope_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
+    // Declined before anything is enqueued (and before t[1] is taken for y),
+    // so kk_op_run runs these on the CPU.
+    if (p->i[KK__ROPE_POSITIONS] || p->i[KK__ROPE_SCALING] != KK__ROPE_SCALING_NONE)
+        return kk__error(KK_ERR_UNSUPPORTED, "rope",
+                         "the cuda kernel takes neither per-token positions nor llama3 scaling "
+                         "yet (positions=%d, scaling=%s: they run on the CPU)",
+                         (int)p->i[KK__ROPE_POSITIONS],
+                         p->i[KK__ROPE_SCALING] == KK__ROPE_SCALING_LLAMA3 ? "llama3" : "none");
     const kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype dt = (kk_dtype)p->i[KK__ROPE_DTYPE];

@@ -138,6 +138,10 @@ struct Kernels {
 
 extern "C" kk_status kk__softmax_cuda(const kk_op_params *p, kk_tensor *const *t,
                                       kk_stream stream) {
+    // Declined before anything is enqueued, so kk_op_run runs it on the CPU.
+    if (p->i[KK__SMX_CAUSAL])
+        return kk__error(KK_ERR_UNSUPPORTED, "softmax",
+                         "the cuda kernel has no causal mask yet (causal=1 runs on the CPU)");
     const kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype dt = (kk_dtype)p->i[KK__SMX_DTYPE];

@@ -1,0 +1,55 @@
+/* silu_mul on the CPU: y = silu(g) * u with the Linear epilogue's kk__silu
+ * (cpu_gemm_internal.h), in f32 chunks of 256 (cpu_rows.h). The work is cut
+ * into (row, chunk) items rather than rows, so that a single long row (one
+ * token at decode) still spreads over every thread. */
+#include "core/threads.h"
+#include "cpu/cpu_gemm_internal.h"
+#include "cpu/cpu_isa.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/cpu_rows.h"
+#include "opdef/silu_mul.h"
+
+/* Item `item` of `chunks` per row. g and u rows are ld elements apart, u's
+ * elements start uo into its row (packed: u is gu, uo = N). */
+KK__ISA_INLINE void silu_item(const void *g, const void *u, void *y, kk_dtype dt, int64_t N,
+                              int64_t ld, int64_t uo, int stream, int64_t chunks, int64_t item) {
+    const int64_t r = item / chunks, at = item % chunks * KK__ROW_CHUNK;
+    const int m = kk__row_chunk(N, at);
+    float gb[KK__ROW_CHUNK], ub[KK__ROW_CHUNK], yb[KK__ROW_CHUNK];
+    const float *gv = kk__row_view(g, dt, r * ld + at, gb, m);
+    const float *uv = kk__row_view(u, dt, r * ld + uo + at, ub, m);
+#pragma omp simd
+    for (int i = 0; i < m; i++) yb[i] = kk__silu(gv[i]) * uv[i];
+    if (stream)
+        kk__row_store_stream(y, dt, r * N + at, yb, m);
+    else
+        kk__row_store(y, dt, r * N + at, yb, m);
+}
+KK__ISA_CLONES(silu_item,
+               (const void *g, const void *u, void *y, kk_dtype dt, int64_t N, int64_t ld,
+                int64_t uo, int stream, int64_t chunks, int64_t item),
+               (g, u, y, dt, N, ld, uo, stream, chunks, item))
+
+kk_status kk__silu_mul_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
+    (void)stream;
+    const kk_status st = kk__cpu_check_tensors(p, t);
+    if (st != KK_OK) return st;
+    const int64_t M = p->i[KK__SILU_M], N = p->i[KK__SILU_N];
+    const int packed = (int)p->i[KK__SILU_PACKED];
+    const kk_dtype dt = (kk_dtype)p->i[KK__SILU_DTYPE];
+    const void *g = t[0]->data, *u = packed ? t[0]->data : t[1]->data;
+    void *y = t[packed ? 1 : 2]->data;
+    const int64_t ld = packed ? 2 * N : N, uo = packed ? N : 0;
+    const int64_t chunks = (N + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK;
+    void (*const item)(const void *, const void *, void *, kk_dtype, int64_t, int64_t, int64_t, int,
+                       int64_t, int64_t) = KK__ISA_PICK(silu_item);
+    const int stream_out = (int64_t)kk_dtype_bytes(dt, (size_t)(M * N)) >= KK__ROW_STREAM_MIN_BYTES;
+#pragma omp parallel num_threads(kk__cpu_threads())
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t k = 0; k < M * chunks; k++)
+            item(g, u, y, dt, N, ld, uo, stream_out, chunks, k);
+        if (stream_out) kk__row_stream_fence();
+    }
+    return KK_OK;
+}
