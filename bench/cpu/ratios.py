@@ -13,7 +13,7 @@ copy bandwidth (ceilings.copy_gbs). Files kernelkit-<suite>-<isa>-r<r>.json are 
 suite with the CPU kernels capped at a lower instruction set (KK_CPU_ISA=<isa>): their
 table gives the time at that level over the time at the CPU's own, per round.
 
-    python3 bench/cpu/ratios.py bench/results/cpu > bench/results/cpu/ratios.md
+    python3 bench/cpu/ratios.py bench/results/cpu/<model> > bench/results/cpu/<model>/ratios.md
 """
 import json
 import statistics
