@@ -1,6 +1,6 @@
 # Thin wrapper over CMake. The two commands a new user needs:
 #   make run    build, then run the main job on the best device present
-#   make test   build, then run every test
+#   make test   build, then run every test (ctest, then the Python package's pytest suite)
 # Both install missing Debian packages first (as root) or say how.
 BUILD ?= build
 BUILD_TYPE ?= Release
@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build run test install asan clang clean
+.PHONY: all deps configure build run test python-test install asan clang clean
 
 all: build
 
@@ -26,6 +26,13 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	@bash scripts/python-test.sh $(BUILD)
+
+# The Python package's tests alone (after a build), against $(BUILD)/libkernelkit.so:
+# a virtualenv $(BUILD)/pyenv with numpy, ml_dtypes and pytest (KERNELKIT_TEST_PYTHON
+# picks another interpreter). See docs/python.md.
+python-test: build
+	@bash scripts/python-test.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

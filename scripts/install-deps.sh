@@ -21,6 +21,13 @@ for f in /usr/include/openblas_config.h /usr/include/*/openblas_config.h /usr/in
   [ -e "$f" ] && have_openblas=1
 done
 [ $have_openblas -eq 1 ] || missing+=(libopenblas-openmp-dev libopenblas-dev)
+# Python 3 with venv and pip: `make test` runs the Python package's tests in a
+# virtualenv (scripts/python-test.sh); .ci/run also checks `pip install .`.
+if ! command -v python3 >/dev/null 2>&1; then
+  missing+=(python3 python3-venv)
+elif ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
 # OpenMP for clang (gcc ships its own libgomp): `make clang` builds with it.
 if command -v clang >/dev/null 2>&1; then
   ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || missing+=(libomp-dev)

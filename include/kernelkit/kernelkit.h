@@ -1,6 +1,7 @@
 /* KernelKit: fast, proven-correct transformer kernels for NVIDIA GPUs with a
  * complete CPU fallback. This umbrella header is the library a user calls: ops,
- * tensors, memory, devices, configuration, status, logging, .npy, quantization.
+ * tensors (DLPack included), memory, devices, configuration, status, logging,
+ * .npy, quantization.
  * The harness (checker, benchmarks, statistics, reports) is kernelkit/harness.h. */
 #ifndef KERNELKIT_H
 #define KERNELKIT_H
@@ -14,6 +15,7 @@
 #include "kernelkit/npy.h"
 #include "kernelkit/memory.h"
 #include "kernelkit/tensor.h"
+#include "kernelkit/dlpack.h"
 #include "kernelkit/quant.h"
 #include "kernelkit/op.h"
 #include "kernelkit/ops.h"

@@ -15,7 +15,11 @@
  *     from it; it is freed when the last tensor using it is destroyed; or
  *   - borrowed: a pointer the caller handed to kk_tensor_wrap. KernelKit never
  *     frees it; the caller keeps it alive as long as any tensor (views
- *     included) made from it exists.
+ *     included) made from it exists; or
+ *   - external: another library's, imported through DLPack
+ *     (include/kernelkit/dlpack.h) and released through the producer's deleter
+ *     when the last tensor using it is destroyed; such memory may be read-only
+ *     (kk_tensor_is_read_only), and then every write to it is refused.
  *
  * Strides are in ELEMENTS, never bytes, and never negative (a zero stride
  * repeats an element; such a tensor cannot be a copy destination). The element
@@ -96,6 +100,11 @@ KK_API size_t kk_tensor_nbytes(const kk_tensor *t);
 /* Non-zero when the elements are laid out row-major without gaps (dimensions
  * of size 1 may have any stride; an empty tensor is contiguous). */
 KK_API int kk_tensor_is_contiguous(const kk_tensor *t);
+
+/* Non-zero when t's memory must not be written (a DLPack tensor flagged
+ * read-only, and every view of it): an op's output, kk_tensor_copy's dst or
+ * kk_dequantize's y that is read-only gives KK_ERR_INVALID_ARGUMENT. */
+KK_API int kk_tensor_is_read_only(const kk_tensor *t);
 
 /* ---- views (no copy; the view shares and keeps alive the storage) ---- */
 

@@ -104,7 +104,12 @@ static kk_status run_quantize(const char *func, kk__quant_job *job, const kk_ten
 
 kk_status kk_quantize(const kk_tensor *x, const kk_qtensor *q, const kk_quant_options *options) {
     kk_status st = kk__qtensor_check(__func__, q);
-    if (st || (st = check_plain(__func__, "x", x, q))) return st;
+    if (st || (st = check_plain(__func__, "x", x, q)) ||
+        (st = kk__check_writable(__func__, "q->data", q->data)) ||
+        (st = kk__check_writable(__func__, "q->scales", q->scales)) ||
+        (q->global_scale &&
+         (st = kk__check_writable(__func__, "q->global_scale", q->global_scale))))
+        return st;
     kk_fp8_amax_history *h = options ? options->history : NULL;
     if (h && q->layout != KK_SCALE_PER_TENSOR)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "options->history",
@@ -132,7 +137,9 @@ kk_status kk_quantize(const kk_tensor *x, const kk_qtensor *q, const kk_quant_op
 
 kk_status kk_dequantize(const kk_qtensor *q, kk_tensor *y) {
     kk_status st = kk__qtensor_check(__func__, q);
-    if (st || (st = check_plain(__func__, "y", y, q))) return st;
+    if (st || (st = check_plain(__func__, "y", y, q)) ||
+        (st = kk__check_writable(__func__, "y", y)))
+        return st;
     kk__quant_job job;
     fill_job(&job, y, q);
     if (kk_tensor_numel(y) == 0) return KK_OK;
@@ -178,6 +185,7 @@ static kk_status convert_layout(const char *func, const kk_tensor *plain, const 
     if (strcmp(plain->device, blocked->device) != 0)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "blocked", "plain's device",
                              "%s (plain is on %s)", blocked->device, plain->device);
+    if ((st = kk__check_writable(func, to_blocked ? "blocked" : "plain", dst))) return st;
     j.src = src->data;
     j.dst = dst->data;
     j.to_blocked = to_blocked;

@@ -14,6 +14,7 @@ void kk__storage_release(kk__tensor_storage *s) {
     /* acq_rel: the thread that frees sees every other thread's last use. */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
     if (s->ptr) (void)kk_mem_free(s->ptr); /* a pointer we allocated: cannot fail */
+    if (s->release) s->release(s->release_ctx);
     free(s);
 }
 
@@ -62,6 +63,7 @@ static kk_status check_copy_args(const char *func, const kk_tensor *dst, const k
     kk_status st;
     if ((st = kk__check_tensor(func, "dst", dst)) || (st = kk__check_tensor(func, "src", src)))
         return st;
+    if ((st = kk__check_writable(func, "dst", dst))) return st;
     if (dst->dtype != src->dtype)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "dst", "src's dtype",
                              "dtype %s (src is %s)", kk_dtype_name(dst->dtype),

@@ -254,6 +254,15 @@ size_t kk_tensor_nbytes(const kk_tensor *t) {
     return t ? kk_dtype_bytes(t->dtype, (size_t)kk_tensor_numel(t)) : 0;
 }
 
+int kk_tensor_is_read_only(const kk_tensor *t) { return t && t->storage && t->storage->read_only; }
+
+kk_status kk__check_writable(const char *func, const char *argument, const kk_tensor *t) {
+    if (!t->storage || !t->storage->read_only) return KK_OK;
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, argument,
+                         "a writable tensor (this memory was shared read-only through DLPack)",
+                         "read-only");
+}
+
 int kk_tensor_is_contiguous(const kk_tensor *t) {
     if (!t) return 0;
     if (kk_tensor_numel(t) == 0) return 1;

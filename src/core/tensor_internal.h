@@ -14,13 +14,18 @@
 extern "C" {
 #endif
 
-/* Owned memory, shared by a tensor and all its views. The last release frees
- * `ptr` through the memory manager and the struct itself. */
+/* Owned or external memory, shared by a tensor and all its views. The last
+ * release frees `ptr` through the memory manager, or, for external memory
+ * (`ptr` NULL, a DLPack producer's: src/backend/tensor_dlpack.c), calls
+ * `release(release_ctx)` when set; then frees the struct itself. */
 struct kk__tensor_storage {
     atomic_int refs;
-    void *ptr; /* from kk_mem_alloc; NULL for an empty allocation */
+    void *ptr; /* from kk_mem_alloc; NULL for an empty allocation or external memory */
     size_t bytes;
     char device[16];
+    void (*release)(void *ctx); /* external memory: called once by the last release */
+    void *release_ctx;
+    int read_only; /* writes through any view are refused (kk__check_writable) */
 };
 
 /* One more tensor uses `s` (NULL: nothing). */
@@ -69,6 +74,10 @@ kk_status kk__tensor_device(const char *func, const char *spec, kk_backend_kind 
 /* Re-record the last error (set by a callee such as kk_mem_alloc) as coming
  * from `func`, keeping its fields and message; returns st. */
 kk_status kk__tensor_rethrow(const char *func, kk_status st);
+
+/* KK_OK unless t's memory is read-only (kk_tensor_is_read_only): then
+ * KK_ERR_INVALID_ARGUMENT naming func and `argument`. t must not be NULL. */
+kk_status kk__check_writable(const char *func, const char *argument, const kk_tensor *t);
 
 /* Non-NULL tensor with a sane descriptor (ndim, dtype); names `argument`. */
 kk_status kk__check_tensor(const char *func, const char *argument, const kk_tensor *t);

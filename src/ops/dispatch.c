@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log_internal.h"
+#include "core/tensor_internal.h"
 #include "ops/dispatch.h"
 
 #define FUNC "kk_op_run"
@@ -126,6 +127,7 @@ static kk_status check_tensor(const kk_op_params *p, const kk_op_tensor *want, c
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, want->name,
                              "every tensor on one device", "%s (the first is on %s)", t->device,
                              first->device);
+    if (want->is_output) return kk__check_writable(p->op->name, want->name, t);
     return KK_OK;
 }
 

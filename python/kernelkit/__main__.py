@@ -1,0 +1,5 @@
+"""python -m kernelkit ARGS: the packaged kernelkit CLI."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,161 @@
+"""torch tensors (CPU here; the same tests on CUDA tensors on a GPU machine):
+the ops, zero copies by data_ptr, both array paths, the torch.library custom
+ops (opcheck, fake tensors, torch.compile). Skipped when torch is absent."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kernelkit  # noqa: E402
+import kernelkit.torch  # noqa: E402,F401  (registers torch.ops.kernelkit.*)
+from conftest import Capture  # noqa: E402
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def _sdpa_ref(q, k, v, causal):
+    hq, hkv = q.shape[1], k.shape[1]
+    k = k.repeat_interleave(hq // hkv, 1)
+    v = v.repeat_interleave(hq // hkv, 1)
+    mask = None
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(sk - sq)
+    return torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                            attn_mask=mask)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_matches_sdpa(device, array_path):
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(2, 4, 9, 64, generator=g).to(device)
+    k = torch.randn(2, 2, 13, 64, generator=g).to(device)
+    v = torch.randn(2, 2, 13, 64, generator=g).to(device)
+    o = kernelkit.attention(q, k, v, causal=True)
+    assert isinstance(o, torch.Tensor) and o.device == q.device and o.dtype == q.dtype
+    torch.testing.assert_close(o, _sdpa_ref(q, k, v, True), atol=2e-5, rtol=2e-5)
+    for dt, tol in ((torch.bfloat16, 2e-2), (torch.float16, 2e-3)):
+        o = kernelkit.attention(q.to(dt), k.to(dt), v.to(dt), causal=True)
+        assert o.dtype == dt
+        torch.testing.assert_close(o.float(), _sdpa_ref(q, k, v, True), atol=tol, rtol=tol)
+
+
+def test_zero_copy_pointers(array_path):
+    """The C function sees the tensors' own data_ptr (views included)."""
+    buf = torch.randn(2, 9, 4, 32)
+    q = buf.transpose(1, 2)  # [B,H,S,D] view of [B,S,H,D]
+    with Capture("kk_attention", (0, 1, 2, 3)) as cap:
+        o = kernelkit.attention(q, q, q)
+    tq, _, _, to = cap.calls[0]
+    assert tq["data"] == buf.data_ptr()
+    assert tq["strides"] == tuple(q.stride())
+    assert to["data"] == o.data_ptr()
+    out = torch.empty_like(q)
+    r = kernelkit.attention(q, q, q, out=out)
+    assert r is out
+    torch.testing.assert_close(out, o, atol=0, rtol=0)
+
+
+def test_row_ops_and_linear_on_torch():
+    x = torch.randn(2, 5, 64, dtype=torch.bfloat16)
+    w = torch.randn(64, dtype=torch.bfloat16)
+    y = kernelkit.rmsnorm(x, w, 1e-6)
+    ref = torch.nn.functional.rms_norm(x.float(), (64,), w.float(), 1e-6)
+    torch.testing.assert_close(y.float(), ref, atol=3e-2, rtol=2e-2)
+    wl = torch.randn(24, 64)
+    b = torch.randn(24)
+    z = kernelkit.linear(x.float(), wl, b, activation="silu")
+    torch.testing.assert_close(z, torch.nn.functional.silu(x.float() @ wl.T + b), atol=1e-4,
+                               rtol=1e-4)
+    x2 = torch.randn(2, 5, 256, dtype=torch.bfloat16)
+    q8, s = kernelkit.rmsnorm_fp8(x2, torch.ones(256, dtype=torch.bfloat16), 1e-6, 128)
+    assert q8.dtype == torch.float8_e4m3fn and q8.shape == x2.shape and s.shape == (2, 5, 2)
+
+
+def test_torch_fp4_packed_dtype():
+    """torch.float4_e2m1fn_x2 tensors are read as packed e2m1."""
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        pytest.skip("no float4_e2m1fn_x2 in this torch")
+    from kernelkit import harness
+
+    params = "M=16 K=128 L=1"
+    inp = harness.fill_inputs("nvfp4_gemv", params, seed=4)
+    exp = harness.run_kernel("nvfp4_gemv", params, inp)
+    a = torch.from_numpy(inp["a"].reshape(1, 16, 64)).view(torch.float4_e2m1fn_x2)
+    b = torch.from_numpy(inp["b"].reshape(1, 1, 64))
+    sa = torch.from_numpy(inp["sa"].view(np.uint8))
+    sb = torch.from_numpy(inp["sb"].view(np.uint8))
+    c = kernelkit.nvfp4_gemv(a, sa, b, sb)
+    assert c.dtype == torch.float16
+    assert np.array_equal(c.numpy().view(np.uint16), exp["c"].view(np.uint16))
+
+
+def test_custom_ops_opcheck():
+    q = torch.randn(1, 2, 5, 32)
+    k = torch.randn(1, 1, 7, 32)
+    torch.library.opcheck(torch.ops.kernelkit.attention.default, (q, k, k, True))
+    x = torch.randn(3, 32)
+    w = torch.randn(32)
+    torch.library.opcheck(torch.ops.kernelkit.rmsnorm.default, (x, w, 1e-6))
+    torch.library.opcheck(torch.ops.kernelkit.linear.default, (x, torch.randn(8, 32), None,
+                                                              "gelu_tanh", None))
+    torch.library.opcheck(torch.ops.kernelkit.add_rmsnorm.default, (x, x.clone(), w, 1e-6))
+    torch.library.opcheck(torch.ops.kernelkit.softmax.default, (x, 0.5, False, 0))
+    torch.library.opcheck(torch.ops.kernelkit.rope.default, (torch.randn(1, 2, 3, 16),))
+    torch.library.opcheck(torch.ops.kernelkit.convert.default, (x, torch.bfloat16))
+
+
+def test_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        q = torch.empty(2, 8, 5, 64)
+        k = torch.empty(2, 2, 9, 64)
+        o = torch.ops.kernelkit.attention(q, k, k, True)
+        assert o.shape == (2, 8, 5, 64)
+        o, lse = torch.ops.kernelkit.attention_lse(q, k, k)
+        assert lse.shape == (2, 8, 5) and lse.dtype == torch.float32
+        y = torch.ops.kernelkit.swiglu(torch.empty(3, 4, 16), torch.empty(32, 16),
+                                       torch.empty(32, 16))
+        assert y.shape == (3, 4, 32)
+
+
+def test_torch_compile():
+    def f(x, w, q, k, v):
+        h = torch.ops.kernelkit.rmsnorm(x, w, 1e-6) * 2
+        return h, torch.ops.kernelkit.attention(q, k, v, True) + 1
+
+    x = torch.randn(4, 32)
+    w = torch.randn(32)
+    q = torch.randn(1, 2, 6, 32)
+    k = torch.randn(1, 2, 6, 32)
+    cf = torch.compile(f, fullgraph=True)
+    h, o = cf(x, w, q, k, k)
+    h0, o0 = f(x, w, q, k, k)
+    torch.testing.assert_close(h, h0)
+    torch.testing.assert_close(o, o0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_stream_and_graph():  # GPU machine only (not run on the CPU here)
+    q = torch.randn(1, 4, 128, 64, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        with Capture("kk_attention", (0,)) as cap:
+            o = kernelkit.attention(q, q, q, causal=True)
+    s.synchronize()
+    torch.testing.assert_close(o.float(), _sdpa_ref(q, q, q, True), atol=2e-2, rtol=2e-2)
+    assert cap.calls
+    # a CUDA graph of the custom op
+    static_q = q.clone()
+    g = torch.cuda.CUDAGraph()
+    torch.ops.kernelkit.attention(static_q, static_q, static_q, True)  # warm up
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        static_o = torch.ops.kernelkit.attention(static_q, static_q, static_q, True)
+    static_q.copy_(torch.randn_like(static_q))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(static_o.float(), _sdpa_ref(static_q, static_q, static_q, True),
+                               atol=2e-2, rtol=2e-2)
