@@ -14,7 +14,7 @@ BUILD=${BUILD:-build}
 FUZZ=${FUZZ:-100}
 KK=$BUILD/kernelkit
 [ -x "$KK" ] || { echo "cpu-isa-check: $KK not found: build first" >&2; exit 2; }
-OPS=attention,attention_varlen,gemm,linear,fp8_gemm,nvfp4_gemv,nvfp4_gemm,rmsnorm,layernorm,softmax,rope,add_rmsnorm,rmsnorm_fp8,silu_mul
+OPS=attention,attention_varlen,gemm,linear,fp8_gemm,nvfp4_gemv,nvfp4_gemm,rmsnorm,layernorm,softmax,rope,add_rmsnorm,rmsnorm_fp8,silu_mul,rope_kv_append
 top=$("$KK" info 2>/dev/null | sed -n 's/^ *kernels *\([a-z0-9_]*\).*/\1/p' | head -1)
 levels="generic avx2 avx512 avx512_bf16"
 status=0

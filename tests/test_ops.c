@@ -243,8 +243,10 @@ static kk_status call_rope(const kk_op_params *p, kk_tensor *const *t) {
     return kk_rope(t[0], t[1], &o, NULL);
 }
 static kk_status call_fp8_gemm(const kk_op_params *p, kk_tensor *const *t) {
-    (void)p;
-    return kk_fp8_gemm(t[0], t[1], t[2], t[3], t[4], NULL);
+    const kk_fp8_scaling scaling = (kk_fp8_scaling)kk_op_params_int(p, "scaling");
+    return scaling == KK_FP8_SCALING_TENSOR
+               ? kk_fp8_gemm(t[0], t[1], t[2], t[3], t[4], NULL)
+               : kk_fp8_gemm_scaled(t[0], t[1], t[2], t[3], t[4], scaling, NULL);
 }
 static kk_status call_nvfp4_gemm(const kk_op_params *p, kk_tensor *const *t) {
     return kk_op_params_int(p, "global") ? kk_nvfp4_gemm(t[0], t[1], t[2], t[3], t[4], NULL)
@@ -335,6 +337,8 @@ static void every_entry_point_equals_op_run(void **state) {
         {"rope", "B=1 H=2 S=4 D=8 dtype=bf16", call_rope},
         {"fp8_gemm", "M=5 N=7 K=32 a_dtype=fp8_e5m2 b_dtype=fp8_e4m3 c_dtype=f32", call_fp8_gemm},
         {"fp8_gemm", "M=3 N=4 K=16 c_dtype=bf16", call_fp8_gemm},
+        {"fp8_gemm", "M=5 N=7 K=32 c_dtype=f32 scaling=rowwise", call_fp8_gemm},
+        {"fp8_gemm", "M=3 N=130 K=200 c_dtype=bf16 scaling=block", call_fp8_gemm},
         {"nvfp4_gemm", "M=3 N=5 K=64 global=1", call_nvfp4_gemm},
         {"nvfp4_gemm", "M=2 N=3 K=128 global=0", call_nvfp4_gemm},
         {"convert", "n=1001 src=f32 dst=fp8_e4m3", call_convert},
@@ -448,6 +452,26 @@ static void gemms_refuse_bad_arguments(void **state) {
     expect_bad(kk_fp8_gemm(a5, b5, one, one, c, NULL), "b");
     expect_bad(kk_fp8_gemm(a, b, one, one, c16, NULL), "c");
     expect_bad(kk_fp8_gemm(a, b, c, one, c, NULL), "scale_a"); /* [4,5], not [1] */
+    {
+        kk_tensor *s4 = cpu_tensor(KK_DTYPE_F32, 1, (int64_t[]){4}),
+                  *s5 = cpu_tensor(KK_DTYPE_F32, 1, (int64_t[]){5}),
+                  *s41 = cpu_tensor(KK_DTYPE_F32, 2, (int64_t[]){4, 1}),
+                  *s11 = cpu_tensor(KK_DTYPE_F32, 2, (int64_t[]){1, 1});
+        ((float *)s11->data)[0] = 1.0f;
+        for (int i = 0; i < 4; i++) ((float *)s4->data)[i] = ((float *)s41->data)[i] = 1.0f;
+        for (int i = 0; i < 5; i++) ((float *)s5->data)[i] = 1.0f;
+        kk_assert_ok(kk_fp8_gemm_scaled(a, b, s4, s5, c, KK_FP8_SCALING_ROWWISE, NULL));
+        kk_assert_ok(kk_fp8_gemm_scaled(a, b, s41, s11, c, KK_FP8_SCALING_BLOCK, NULL));
+        expect_bad(kk_fp8_gemm_scaled(a, b, one, s5, c, KK_FP8_SCALING_ROWWISE, NULL), "scale_a");
+        expect_bad(kk_fp8_gemm_scaled(a, b, s4, s4, c, KK_FP8_SCALING_ROWWISE, NULL), "scale_b");
+        expect_bad(kk_fp8_gemm_scaled(a, b, s4, one, c, KK_FP8_SCALING_BLOCK, NULL), "scale_a");
+        expect_bad(kk_fp8_gemm_scaled(a, b, s41, s5, c, KK_FP8_SCALING_BLOCK, NULL), "scale_b");
+        expect_bad(kk_fp8_gemm_scaled(a, b, one, one, c, (kk_fp8_scaling)3, NULL), "scaling");
+        kk_tensor_destroy(s4);
+        kk_tensor_destroy(s5);
+        kk_tensor_destroy(s41);
+        kk_tensor_destroy(s11);
+    }
 
     kk_tensor *x = cpu_tensor(KK_DTYPE_BF16, 2, (int64_t[]){2, 64}),
               *w = cpu_tensor(KK_DTYPE_E2M1, 2, (int64_t[]){5, 64}),

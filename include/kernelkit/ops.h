@@ -245,6 +245,30 @@ KK_API kk_status kk_rope_kv_append(const kk_tensor *q, const kk_tensor *k, const
 KK_API kk_status kk_fp8_gemm(const kk_tensor *a, const kk_tensor *b, const kk_tensor *scale_a,
                              const kk_tensor *scale_b, kk_tensor *c, kk_stream stream);
 
+/* How kk_fp8_gemm_scaled's scales apply (the `scaling` parameter of the
+ * fp8_gemm op). G = ceil(K/128); a last group shorter than 128 (K not a
+ * multiple) has its own scale like any other.
+ *   TENSOR   scale_a, scale_b [1]: c[m,n] = sa sb sum_k a[m,k] b[n,k]
+ *   ROWWISE  scale_a [M] (a token each), scale_b [N] (an output channel each):
+ *            c[m,n] = sa[m] sb[n] sum_k a[m,k] b[n,k]
+ *   BLOCK    scale_a [M,G] (1x128 groups of a), scale_b [ceil(N/128),G]
+ *            (128x128 blocks of b), DeepSeek-V3's: c[m,n] = sum_g sa[m,g]
+ *            sb[n/128,g] sum_{k in group g} a[m,k] b[n,k]. These are the
+ *            scales kk_quantize writes for KK_SCALE_1X128 (a) and
+ *            KK_SCALE_128X128 (b), so its output can be passed as is. */
+typedef enum kk_fp8_scaling {
+    KK_FP8_SCALING_TENSOR = 0,
+    KK_FP8_SCALING_ROWWISE,
+    KK_FP8_SCALING_BLOCK
+} kk_fp8_scaling;
+
+/* kk_fp8_gemm with the scales of `scaling` (kk_fp8_scaling above); the other
+ * arguments as kk_fp8_gemm's, which is this call with KK_FP8_SCALING_TENSOR.
+ * Backends without a kernel for a mode return KK_ERR_UNSUPPORTED. */
+KK_API kk_status kk_fp8_gemm_scaled(const kk_tensor *a, const kk_tensor *b,
+                                    const kk_tensor *scale_a, const kk_tensor *scale_b,
+                                    kk_tensor *c, kk_fp8_scaling scaling, kk_stream stream);
+
 /* NVFP4 weights times bf16 activations (a Linear layer with NVFP4 weights at
  * decode time): y[m,n] = sum_k x[m,k] w[n,k] sw[n,k/16] gw. x bf16 [M,K] with
  * M <= 64, K a multiple of 64; w e2m1 [N,K] (two per byte, low nibble first);

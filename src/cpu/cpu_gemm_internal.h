@@ -35,6 +35,12 @@ typedef struct kk__gemm_job kk__gemm_job;
 typedef void (*kk__gemm_row_fn)(const kk__gemm_job *job, float *const *c, int64_t m, int64_t n0,
                                 int64_t cols);
 
+/* Rows [m0, m0 + rows) and columns [n0, n0 + cols) of c (row stride ldc)
+ * and of group g's product p (ldp; NULL for g = 0, which is in c already). */
+typedef void (*kk__gemm_group_fn)(const kk__gemm_job *job, int64_t g, float *c, int64_t ldc,
+                                  const float *p, int64_t ldp, int64_t m0, int64_t rows, int64_t n0,
+                                  int64_t cols);
+
 struct kk__gemm_job {
     int64_t M, N, K;
     const void *a;    /* [M,K] */
@@ -48,6 +54,15 @@ struct kk__gemm_job {
     float *c_direct;
     kk__gemm_row_fn row; /* NULL: no epilogue (plain f32 gemm into c_direct) */
     const void *ctx;     /* the kernel's own epilogue data */
+    /* Products by groups of K (fp8_gemm's block scales; one weight, not the
+     * bf16 product): each block of c is sum_g scale_g * P_g, P_g the sgemm
+     * over k in [g * k_group, (g + 1) * k_group). The driver writes P_0 into
+     * c and calls group(.., g = 0, p = NULL) to scale it in place, then each
+     * later P_g into scratch p and group(.., g, p, ldp) to add it scaled;
+     * each thread does so for a tile of its own (one-threaded sgemm calls),
+     * so group runs on the calling thread. NULL: one product over all of K. */
+    int64_t k_group;
+    kk__gemm_group_fn group;
 };
 
 /* Run the job: blocks of rows, each a product (multi-threaded OpenBLAS, its
