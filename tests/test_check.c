@@ -85,13 +85,18 @@ static outcome run_case(const char *name, const char *text, kk_op_kernel_fn kern
             kk_tensor_wrap("cpu", t[k].dtype, t[k].ndim, t[k].shape, NULL, raw[k], &tensors[k]));
     }
     kk_assert_ok(kk_op_reference(&p, (const double *const *)f64, f64 + nin));
+    double *mag[KK_OP_MAX_TENSORS] = {0}; /* as the case runner: the op's magnitude, if any */
+    if (kk_op_has_magnitude(p.op)) {
+        for (int k = nin; k < n; k++) mag[k] = calloc((size_t)t[k].numel, sizeof(double));
+        kk_assert_ok(kk_op_magnitude(&p, (const double *const *)f64, mag + nin));
+    }
     kk_assert_ok(kk__op_slot(p.op, KK_BACKEND_CPU).run(&p, tensors, NULL));
     outcome o = {.all = 1};
     for (int k = nin; k < n; k++) {
         kk_tolerance tol;
         kk_assert_ok(kk_op_tolerance(p.op, t[k].dtype, &tol));
-        kk_assert_ok(
-            kk_check_output(raw[k], t[k].dtype, f64[k], (size_t)t[k].numel, &tol, &o.r[k - nin]));
+        kk_assert_ok(kk_check_output_scaled(raw[k], t[k].dtype, f64[k], mag[k], (size_t)t[k].numel,
+                                            &tol, &o.r[k - nin]));
         o.pass[k - nin] = o.r[k - nin].pass;
         o.all = o.all && o.r[k - nin].pass;
         char line[512];
@@ -102,6 +107,7 @@ static outcome run_case(const char *name, const char *text, kk_op_kernel_fn kern
         kk_tensor_destroy(tensors[k]);
         free(raw[k]);
         free(f64[k]);
+        free(mag[k]);
     }
     return o;
 }
@@ -178,6 +184,128 @@ static void wrong_gemms_fail(void **state) {
         assert_int_equal(o.r[0].nonfinite_count, 1); /* the poison survived, once */
         assert_int_equal(o.r[0].first_bad, (int64_t)o.r[0].count - 1);
     }
+}
+
+static const kk_op *op_named(const char *name) {
+    const kk_op *op = NULL;
+    kk_assert_ok(kk_op_find(name, &op));
+    return op;
+}
+
+/* The magnitude of gemm by hand: m[i,j] = sum_k |a_ik b_jk|. */
+static void gemm_magnitude_by_hand(void **state) {
+    (void)state;
+    kk_op_params p;
+    kk_assert_ok(kk_op_params_parse(op_named("gemm"), "M=2 N=2 K=2 dtype=f32", &p));
+    const double a[] = {1, -2, 3, 4}, b[] = {5, 6, -7, 0.5};
+    double c[4], m[4];
+    kk_assert_ok(kk_op_reference(&p, (const double *const[]){a, b}, (double *const[]){c}));
+    kk_assert_ok(kk_op_magnitude(&p, (const double *const[]){a, b}, (double *const[]){m}));
+    const double want_c[] = {-7, -8, 39, -19}, want_m[] = {17, 8, 39, 23};
+    for (int i = 0; i < 4; i++) {
+        assert_true(c[i] == want_c[i]);
+        assert_true(m[i] == want_m[i]);
+    }
+    /* SwiGLU: y = silu(g) u = 0 with u = 0; m = |silu(g)| m_u + |u silu'(g)| m_g. */
+    kk_assert_ok(kk_op_params_parse(op_named("linear"),
+                                    "M=1 N=1 K=2 bias=0 activation=swiglu dtype=f32", &p));
+    const double x[] = {1, -1}, wg[] = {2, 1}, wu[] = {1, 1};
+    double y, my;
+    kk_assert_ok(kk_op_magnitude(&p, (const double *const[]){x, wg, wu}, (double *const[]){&my}));
+    kk_assert_ok(kk_op_reference(&p, (const double *const[]){x, wg, wu}, (double *const[]){&y}));
+    assert_true(y == 0.0);
+    assert_true(fabs(my - 2.0 / (1.0 + exp(-1.0))) < 1e-15); /* silu(1) * (|1| + |-1|) */
+    /* relu: slope 0 below zero; a bias counts with its size. */
+    kk_assert_ok(
+        kk_op_params_parse(op_named("linear"), "M=1 N=1 K=2 bias=1 activation=relu dtype=f32", &p));
+    const double bias_neg = -4, bias_pos = 4;
+    kk_assert_ok(
+        kk_op_magnitude(&p, (const double *const[]){x, wg, &bias_neg}, (double *const[]){&my}));
+    assert_true(my == 0.0);
+    kk_assert_ok(
+        kk_op_magnitude(&p, (const double *const[]){x, wg, &bias_pos}, (double *const[]){&my}));
+    assert_true(my == 7.0);
+    /* an op without the hook */
+    assert_false(kk_op_has_magnitude(op_named("softmax")));
+    assert_true(kk_op_has_magnitude(op_named("gemm")));
+}
+
+/* A cancelling f32 GEMM row: terms in pairs t, -t(1 - d) with |t| ~ 1, so c
+ * is small while m = sum |terms| is about K. A correct f32 kernel (its error
+ * ~u m) passes under acc*m; losing one term (K - 1, the error ~|t| ~ m/K)
+ * still fails by orders of magnitude. */
+static void lost_term_fails_when_cancelling(void **state) {
+    (void)state;
+    enum { K = 1024, N = 4 };
+    kk_op_params p;
+    kk_assert_ok(kk_op_params_parse(op_named("gemm"), "M=1 N=4 K=1024 dtype=f32", &p));
+    static float af[K], bf[N * K];
+    static double a[K], b[N * K];
+    rng_state = 7;
+    for (int k = 0; k < K; k++) af[k] = (float)(2 * uniform() - 1);
+    af[K - 2] = 0.75f; /* the last pair, whose second term is lost: |t| ~ 0.5 */
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k += 2) {
+            bf[n * K + k] = k == K - 2 ? (n % 2 ? 0.75f : -0.75f) : (float)(2 * uniform() - 1);
+            /* a_{k+1} b_{k+1} = -a_k b_k (1 - 1e-3), rounded to f32 */
+            bf[n * K + k + 1] = (float)(-(double)af[k] * bf[n * K + k] * (1 - 1e-3) / af[k + 1]);
+        }
+    for (int i = 0; i < K; i++) a[i] = af[i];
+    for (int i = 0; i < N * K; i++) b[i] = bf[i];
+    double ref[N], mag[N];
+    kk_assert_ok(kk_op_reference(&p, (const double *const[]){a, b}, (double *const[]){ref}));
+    kk_assert_ok(kk_op_magnitude(&p, (const double *const[]){a, b}, (double *const[]){mag}));
+    float ok[N], lost[N];
+    for (int n = 0; n < N; n++) {
+        float acc = 0, acc_short = 0;
+        for (int k = 0; k < K; k++) {
+            acc += af[k] * bf[n * K + k];
+            if (k < K - 1) acc_short += af[k] * bf[n * K + k];
+        }
+        ok[n] = acc;
+        lost[n] = acc_short;
+        assert_true(fabs(ref[n]) < 1e-2 * mag[n]); /* it cancels */
+    }
+    kk_tolerance tol;
+    kk_assert_ok(kk_op_tolerance(op_named("gemm"), KK_DTYPE_F32, &tol));
+    assert_true(tol.acc > 0);
+    /* Every output here cancels, so ||ref|| is small and the relative L2
+     * criterion is not what this case is about: the elementwise rule alone. */
+    tol.criteria = KK_CHECK_ELEMENTWISE;
+    kk_check_result r;
+    kk_assert_ok(kk_check_output_scaled(ok, KK_DTYPE_F32, ref, mag, N, &tol, &r));
+    print_message("    cancelling gemm, correct: max abs %.3g, acc*m %.3g\n", r.max_abs_err,
+                  tol.acc * mag[0]);
+    assert_true(r.pass);
+    kk_assert_ok(kk_check_output_scaled(lost, KK_DTYPE_F32, ref, mag, N, &tol, &r));
+    print_message("    cancelling gemm, K-1: max abs %.3g, acc*m %.3g\n", r.max_abs_err,
+                  tol.acc * mag[0]);
+    assert_false(r.pass);
+    assert_int_equal(r.bad_count, N); /* every output, elementwise */
+    for (int n = 0; n < N; n++)       /* the lost term is >= 100 times the allowance */
+        assert_true(fabs((double)lost[n] - ref[n]) > 100 * (tol.atol + tol.acc * mag[n]));
+}
+
+/* The fuzzer's SwiGLU case that cancels (docs/harness.md, "Tolerances"): u
+ * sums to near 0 from sum |x w| = 164 and silu(g) ~ 17 scales its f32 error
+ * past atol + rtol |y|; acc * m covers it. Run by the case runner, as
+ * `kernelkit check --device cpu --op linear --params ... --seed ...` does. */
+static void cancelling_swiglu_passes(void **state) {
+    (void)state;
+    kk_case c;
+    memset(&c, 0, sizeof c);
+    kk_assert_ok(kk_op_params_parse(
+        op_named("linear"), "M=124 N=140 K=253 bias=1 activation=swiglu dtype=f32", &c.params));
+    snprintf(c.name, sizeof c.name, "params/linear");
+    c.seed = 1593186448201767901ull;
+    c.dist = KK_DIST_FULL;
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(&c, &(kk_run_options){.device = "cpu"}, &r));
+    print_message("    %s: %s max abs %.3g\n", kk_case_status_name(r.status), r.message,
+                  r.max_abs_err);
+    assert_int_equal(r.status, KK_CASE_PASS);
+    assert_true(r.outputs[0].check.tol.acc > 0);
+    assert_true(r.max_abs_err > 1e-4 + 1e-4 * 1.6); /* the old rule alone failed it */
 }
 
 /* ---- Linear ---- */
@@ -407,7 +535,7 @@ static void wrong_gemvs_fail(void **state) {
 
 static kk_tolerance tolerance(double atol, double rtol, double l2, unsigned criteria,
                               unsigned flags) {
-    return (kk_tolerance){KK_DTYPE_F64, atol, rtol, l2, criteria, flags};
+    return (kk_tolerance){KK_DTYPE_F64, atol, rtol, l2, criteria, flags, 0.0};
 }
 
 static kk_check_result check(const double *out, const double *ref, size_t n, kk_tolerance tol) {
@@ -591,10 +719,44 @@ static void argument_errors(void **state) {
                      KK_ERR_INVALID_ARGUMENT);
 }
 
+/* The accumulation term: atol + rtol |ref| + acc * mag, only with a magnitude. */
+static void acc_times_magnitude(void **state) {
+    (void)state;
+    const double ref[] = {0.0, 1.0}, out[] = {1e-3, 1.0 + 1e-3};
+    const double enough[] = {1.0, 1.0}, short_[] = {0.5, 1.0};
+    kk_tolerance tol = tolerance(0, 0, 1e9, KK_CHECK_ELEMENTWISE, 0);
+    tol.acc = 1e-3;
+    kk_check_result r;
+    kk_assert_ok(kk_check_output_scaled(out, KK_DTYPE_F64, ref, enough, 2, &tol, &r));
+    assert_true(r.pass);
+    assert_true(r.tol.acc == 1e-3);
+    char line[256];
+    kk_assert_ok(kk_check_result_format(&r, line, sizeof line));
+    assert_non_null(strstr(line, "acc 0.001*mag"));
+    kk_assert_ok(kk_check_output_scaled(out, KK_DTYPE_F64, ref, short_, 2, &tol, &r));
+    assert_false(r.pass);
+    assert_int_equal(r.bad_count, 1);
+    assert_int_equal(r.first_bad, 0);
+    /* no magnitude: the plain rule, and the result says acc 0 was applied */
+    kk_assert_ok(kk_check_output(out, KK_DTYPE_F64, ref, 2, &tol, &r));
+    assert_false(r.pass);
+    assert_int_equal(r.bad_count, 2);
+    assert_true(r.tol.acc == 0.0);
+    kk_assert_ok(kk_check_result_format(&r, line, sizeof line));
+    assert_null(strstr(line, "acc"));
+    tol.acc = -1;
+    assert_int_equal(kk_check_output_scaled(out, KK_DTYPE_F64, ref, enough, 2, &tol, &r),
+                     KK_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wrong_gemms_fail),
+        cmocka_unit_test(gemm_magnitude_by_hand),
+        cmocka_unit_test(lost_term_fails_when_cancelling),
+        cmocka_unit_test(cancelling_swiglu_passes),
         cmocka_unit_test(wrong_linears_fail),
+        cmocka_unit_test(acc_times_magnitude),
         cmocka_unit_test(wrong_attentions_fail),
         cmocka_unit_test(wrong_gemvs_fail),
         cmocka_unit_test(metrics_by_hand),

@@ -41,7 +41,8 @@ typedef struct kk_check_result {
 /* ---- checking ---- */
 
 /* Compare `count` elements of `out` (any dtype, decoded exactly to f64; packed
- * e2m1 two per byte, low nibble first) with the reference. The NaN rule: an
+ * e2m1 two per byte, low nibble first) with the reference: elementwise
+ * |out - ref| <= atol + rtol*|ref| (tol->acc is not applied: no magnitude). The NaN rule: an
  * out that is NaN or infinite where ref is finite never passes; a non-finite
  * ref passes only with KK_CHECK_ALLOW_NONFINITE and a matching out.
  * pass = no NaN-rule failure, and every criterion of tol->criteria holds.
@@ -49,6 +50,14 @@ typedef struct kk_check_result {
  * NaN tolerance, criteria with neither bit. */
 KK_API kk_status kk_check_output(const void *out, kk_dtype dtype, const double *ref, size_t count,
                                  const kk_tolerance *tol, kk_check_result *result);
+
+/* kk_check_output with the op's per-element error scale (kk_op_magnitude):
+ * the elementwise rule becomes |out - ref| <= atol + rtol*|ref| + acc*mag[i].
+ * mag NULL (or tol->acc 0) is kk_check_output exactly; result->tol.acc is then
+ * 0, what was applied. Errors as kk_check_output, and a negative or NaN acc. */
+KK_API kk_status kk_check_output_scaled(const void *out, kk_dtype dtype, const double *ref,
+                                        const double *mag, size_t count, const kk_tolerance *tol,
+                                        kk_check_result *result);
 
 /* One line: "PASS ..." or "FAIL: 3 of 1024 bad, first at [17]: out 1.5 ref 1.25; ...". */
 KK_API kk_status kk_check_result_format(const kk_check_result *r, char *buf, size_t size);

@@ -114,6 +114,11 @@ typedef struct kk_tolerance {
     double l2;         /* relative L2 limit */
     unsigned criteria; /* KK_CHECK_ELEMENTWISE and/or KK_CHECK_L2: what decides pass */
     unsigned flags;    /* KK_CHECK_ALLOW_NONFINITE */
+    /* Accumulation coefficient: with the op's per-element magnitude m
+     * (kk_op_magnitude), the elementwise rule is
+     * |out - ref| <= atol + rtol*|ref| + acc*m. 0 for ops without a magnitude
+     * (then the rule is the plain atol + rtol*|ref|). docs/harness.md. */
+    double acc;
 } kk_tolerance;
 
 /* ---- references and kernels ---- */
@@ -220,6 +225,15 @@ KK_API double kk_op_flops(const kk_op_params *p);
 KK_API double kk_op_bytes(const kk_op_params *p);
 KK_API kk_status kk_op_reference(const kk_op_params *p, const double *const *inputs,
                                  double *const *outputs);
+/* The per-element error scale of the op's outputs, with the reference's
+ * arguments: for each output element a magnitude m >= 0, the size of the terms
+ * its value is computed from, propagated through the op's nonlinearity to
+ * first order (gemm: m[i,j] = sum_k |a_ik * b_jk|). The checker allows
+ * tol.acc * m on top of atol + rtol*|ref|. KK_ERR_UNSUPPORTED when the op has
+ * none (kk_op_has_magnitude). docs/harness.md, "Tolerances". */
+KK_API kk_status kk_op_magnitude(const kk_op_params *p, const double *const *inputs,
+                                 double *const *outputs);
+KK_API int kk_op_has_magnitude(const kk_op *op);
 
 #ifdef __cplusplus
 }

@@ -246,6 +246,7 @@ class Tolerance(ctypes.Structure):  # kk_tolerance (op.h)
         ("l2", c_double),
         ("criteria", c_uint),
         ("flags", c_uint),
+        ("acc", c_double),
     ]
 
 

@@ -189,7 +189,8 @@ def op_tensors(op: str, params: str = "") -> List[Dict[str, Any]]:
 
 def tolerance(op: str, dtype: str) -> Dict[str, Any]:
     """The checker's tolerance for an output of `dtype` of `op`: atol, rtol, l2,
-    and which of them decide (elementwise, l2)."""
+    acc (times the op's per-element magnitude; 0 when it has none), and which of
+    them decide (elementwise, l2)."""
     from ._tensors import dtype_code
 
     t = _lib.Tolerance()
@@ -198,6 +199,7 @@ def tolerance(op: str, dtype: str) -> Dict[str, Any]:
         "atol": t.atol,
         "rtol": t.rtol,
         "l2": t.l2,
+        "acc": t.acc,
         "elementwise": bool(t.criteria & 1),
         "l2_criterion": bool(t.criteria & 2),
         "allow_nonfinite": bool(t.flags & 1),

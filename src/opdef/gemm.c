@@ -1,6 +1,8 @@
 /* GEMM: c = a . b^T with a [M,K], b [N,K], c [M,N], all row-major: the "TN"
  * layout of cuBLASLt and of a Linear layer's weight (ANCHORS: y = x.W^T).
  * The reference is the definition, one dot product per output in float64. */
+#include <math.h>
+
 #include "opdef/gemm.h"
 
 int kk__gemm_describe(const kk_op_params *p, kk_op_tensor *out) {
@@ -31,6 +33,21 @@ kk_status kk__gemm_reference(const kk_op_params *p, const double *const *in, dou
     return KK_OK;
 }
 
+/* The error scale of each output: m[m,n] = sum_k |a_mk * b_nk|, what an f32
+ * accumulation's error is proportional to (docs/harness.md, "Tolerances"). */
+kk_status kk__gemm_magnitude(const kk_op_params *p, const double *const *in, double *const *out) {
+    const int64_t M = p->i[KK__GEMM_M], N = p->i[KK__GEMM_N], K = p->i[KK__GEMM_K];
+    const double *a = in[0], *b = in[1];
+    double *c = out[0];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++) acc += fabs(a[m * K + k] * b[n * K + k]);
+            c[m * N + n] = acc;
+        }
+    return KK_OK;
+}
+
 static const kk_op_param gemm_params[KK__GEMM_NPARAMS] = {
     [KK__GEMM_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 256, "rows of a and c"),
     [KK__GEMM_N] = KK__P_INT("N", 1, KK__DIM_MAX, 1, 256, "rows of b, columns of c"),
@@ -50,6 +67,7 @@ const kk_op kk__op_gemm = {
     .flops = kk__gemm_flops,
     .bytes = kk__op_bytes_io,
     .reference = kk__gemm_reference,
+    .magnitude = kk__gemm_magnitude,
     KK__FLOAT_TOLERANCES(0),
     .grow_param = "M",
 };

@@ -12,6 +12,7 @@ enum { KK__GEMM_M, KK__GEMM_N, KK__GEMM_K, KK__GEMM_DTYPE, KK__GEMM_NPARAMS };
 int kk__gemm_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__gemm_flops(const kk_op_params *p);
 kk_status kk__gemm_reference(const kk_op_params *p, const double *const *in, double *const *out);
+kk_status kk__gemm_magnitude(const kk_op_params *p, const double *const *in, double *const *out);
 
 extern const kk_op kk__op_gemm;
 

@@ -86,6 +86,64 @@ kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, d
     return KK_OK;
 }
 
+/* d act / dx, exact in double (relu: 0 or 1, 1 at 0). */
+static double activation_slope(int act, double x) {
+    const double sqrt_half = 0.70710678118654752440, sqrt_2_over_pi = 0.79788456080286535588;
+    const double inv_sqrt_2pi = 0.39894228040143267794;
+    switch (act) {
+    case KK__ACT_RELU: return x >= 0.0 ? 1.0 : 0.0;
+    case KK__ACT_GELU_ERF:
+        return 0.5 * (1.0 + erf(x * sqrt_half)) + x * inv_sqrt_2pi * exp(-0.5 * x * x);
+    case KK__ACT_GELU_TANH: {
+        const double t = tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x));
+        return 0.5 * (1.0 + t) +
+               0.5 * x * (1.0 - t * t) * sqrt_2_over_pi * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    case KK__ACT_SILU:
+    case KK__ACT_SWIGLU: {
+        const double s = 1.0 / (1.0 + exp(-x)); /* sigmoid; silu' = s (1 + x (1 - s)) */
+        return s * (1.0 + x * (1.0 - s));
+    }
+    default: return 1.0;
+    }
+}
+
+/* sum_k |x[m,k] * w[n,k]| + |bias[n]|: the size of the terms of dot_bias. */
+static double dot_bias_magnitude(const double *x, const double *w, const double *bias, int64_t m,
+                                 int64_t n, int64_t K) {
+    double acc = 0.0;
+    for (int64_t k = 0; k < K; k++) acc += fabs(x[m * K + k] * w[n * K + k]);
+    return bias ? acc + fabs(bias[n]) : acc;
+}
+
+/* The error scale of each y (docs/harness.md, "Tolerances"): the magnitude mh
+ * of h = x.W^T + b propagated to first order through the activation,
+ * m = |act'(h)| mh; SwiGLU y = silu(g) u: m = |silu(g)| m_u + |u silu'(g)| m_g.
+ * The residual is one exact add: nothing accumulates, so it adds nothing. */
+kk_status kk__linear_magnitude(const kk_op_params *p, const double *const *in, double *const *out) {
+    const int64_t M = p->i[KK__LIN_M], N = p->i[KK__LIN_N], K = p->i[KK__LIN_K];
+    const int act = (int)p->i[KK__LIN_ACT], swiglu = act == KK__ACT_SWIGLU;
+    const kk__linear_layout l = kk__linear_layout_of(p);
+    const double *x = in[l.x], *w = in[l.w], *w_up = swiglu ? in[l.w_up] : NULL;
+    const double *bias = l.bias >= 0 ? in[l.bias] : NULL;
+    const double *bias_up = l.bias_up >= 0 ? in[l.bias_up] : NULL;
+    double *my = out[0];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const double h = dot_bias(x, w, bias, m, n, K);
+            const double mh = dot_bias_magnitude(x, w, bias, m, n, K);
+            if (!swiglu) {
+                my[m * N + n] = fabs(activation_slope(act, h)) * mh;
+                continue;
+            }
+            const double u = dot_bias(x, w_up, bias_up, m, n, K);
+            const double mu = dot_bias_magnitude(x, w_up, bias_up, m, n, K);
+            my[m * N + n] = fabs(kk__activation_f64(KK__ACT_SILU, h)) * mu +
+                            fabs(u * activation_slope(KK__ACT_SILU, h)) * mh;
+        }
+    return KK_OK;
+}
+
 static const char *const activations[] = {"none", "relu",   "gelu_erf", "gelu_tanh",
                                           "silu", "swiglu", NULL};
 static const kk_op_param linear_params[KK__LIN_NPARAMS] = {
@@ -109,6 +167,7 @@ const kk_op kk__op_linear = {
     .flops = kk__linear_flops,
     .bytes = kk__op_bytes_io,
     .reference = kk__linear_reference,
+    .magnitude = kk__linear_magnitude,
     KK__FLOAT_TOLERANCES(0),
     .grow_param = "M",
 };

@@ -31,6 +31,7 @@ enum {
 int kk__linear_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__linear_flops(const kk_op_params *p);
 kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, double *const *out);
+kk_status kk__linear_magnitude(const kk_op_params *p, const double *const *in, double *const *out);
 /* Where each tensor of a linear case is in kk_op_tensors order (-1: absent). */
 typedef struct kk__linear_layout {
     int x, w, w_up, bias, bias_up, residual, y, count;

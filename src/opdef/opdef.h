@@ -50,6 +50,10 @@ struct kk_op {
     double (*flops)(const kk_op_params *p); /* exact; docs/harness.md */
     double (*bytes)(const kk_op_params *p); /* inputs read once + outputs written once */
     kk_op_reference_fn reference;
+    /* Optional: the per-element error scale (kk_op_magnitude), same arguments
+     * as the reference; the rows' `acc` multiplies it. NULL: none, and the
+     * elementwise rule is atol + rtol*|ref| alone. */
+    kk_op_reference_fn magnitude;
     int ntolerances;
     kk_tolerance tolerances[KK_OP_MAX_TOLERANCES];
 
@@ -95,11 +99,24 @@ const kk_op *kk__op_by_id(int id);
 #define KK__BOTH (KK_CHECK_ELEMENTWISE | KK_CHECK_L2)
 #define KK__TOL(dt, a, r, l, crit, fl)                                                             \
     { .dtype = dt, .atol = a, .rtol = r, .l2 = l, .criteria = crit, .flags = fl }
-/* The float ops' rows: docs/harness.md ("Tolerances") gives each number. */
+#define KK__TOL_ACC(dt, a, r, l, crit, fl, ac)                                                     \
+    { .dtype = dt, .atol = a, .rtol = r, .l2 = l, .criteria = crit, .flags = fl, .acc = ac }
+/* The accumulation coefficient of an f32-accumulated sum, in units of the
+ * magnitude m = sum |terms| (the op's magnitude hook): 4 unit roundoffs of f32,
+ * 4 * 2^-24 = 2.4e-7. A sum of K terms of random sign in f32, in any blocked
+ * order, is off by about u*m (the partial sums stay near sqrt(k) while m grows
+ * as k); 4u leaves room for the products' own rounding, a bias add and an
+ * order that is not random. A lost term (about m/K) still exceeds it by
+ * 2^22/K: 4e3 at K = 1k, 256 at K = 16k. docs/harness.md, "Tolerances". */
+#define KK__ACC_F32 0x1p-22
+/* The GEMMs' rows (gemm, linear): docs/harness.md ("Tolerances") gives each
+ * number. Every dtype accumulates in f32, so every row takes KK__ACC_F32; in
+ * f16 and bf16 the output's rounding (rtol) dominates wherever nothing cancels. */
 #define KK__FLOAT_TOLERANCES(fl)                                                                   \
-    .ntolerances = 3, .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-4, 1e-4, 1e-5, KK__BOTH, fl),        \
-                                     KK__TOL(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, fl),        \
-                                     KK__TOL(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, fl)}
+    .ntolerances = 3,                                                                              \
+    .tolerances = {KK__TOL_ACC(KK_DTYPE_F32, 1e-4, 1e-4, 1e-5, KK__BOTH, fl, KK__ACC_F32),         \
+                   KK__TOL_ACC(KK_DTYPE_F16, 1e-3, 2e-3, 5e-3, KK__BOTH, fl, KK__ACC_F32),         \
+                   KK__TOL_ACC(KK_DTYPE_BF16, 1e-2, 1.6e-2, 1e-2, KK__BOTH, fl, KK__ACC_F32)}
 
 /* Ops whose f32 arithmetic is exact to a few units of roundoff (the norms,
  * RoPE): 1e-5 throughout in f32, the float ops' rows in f16 and bf16. Each op's

@@ -128,3 +128,16 @@ kk_status kk_op_reference(const kk_op_params *p, const double *const *inputs,
     if (st == KK_OK) st = KK__CHECK_NOT_NULL(outputs);
     return st == KK_OK ? p->op->reference(p, inputs, outputs) : st;
 }
+
+int kk_op_has_magnitude(const kk_op *op) { return op && op->magnitude != NULL; }
+
+kk_status kk_op_magnitude(const kk_op_params *p, const double *const *inputs,
+                          double *const *outputs) {
+    kk_status st = kk_op_params_validate(p);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(inputs);
+    if (st == KK_OK) st = KK__CHECK_NOT_NULL(outputs);
+    if (st != KK_OK) return st;
+    if (!p->op->magnitude)
+        return kk__error(KK_ERR_UNSUPPORTED, __func__, "%s has no magnitude hook", p->op->name);
+    return p->op->magnitude(p, inputs, outputs);
+}

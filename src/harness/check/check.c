@@ -37,10 +37,10 @@ static kk_status check_args(const void *out, kk_dtype dtype, const double *ref, 
     if ((int)dtype < 0 || dtype >= KK_DTYPE_COUNT)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk_check_output", "dtype",
                              "a kk_dtype value", "%d", (int)dtype);
-    if (!(tol->atol >= 0.0 && tol->rtol >= 0.0 && tol->l2 >= 0.0))
+    if (!(tol->atol >= 0.0 && tol->rtol >= 0.0 && tol->l2 >= 0.0 && tol->acc >= 0.0))
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk_check_output", "tol",
-                             "atol, rtol and l2 >= 0", "atol %g rtol %g l2 %g", tol->atol,
-                             tol->rtol, tol->l2);
+                             "atol, rtol, l2 and acc >= 0", "atol %g rtol %g l2 %g acc %g",
+                             tol->atol, tol->rtol, tol->l2, tol->acc);
     if (!(tol->criteria & (KK_CHECK_ELEMENTWISE | KK_CHECK_L2)))
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk_check_output", "tol->criteria",
                              "KK_CHECK_ELEMENTWISE and/or KK_CHECK_L2", "%u", tol->criteria);
@@ -102,7 +102,10 @@ typedef struct l2_sums {
     norm2 diff, ref;
 } l2_sums;
 
-static void compare_one(kk_check_result *r, l2_sums *s, size_t i, double out, double ref) {
+/* mag: the element's magnitude, or NULL when none (the rule is then exactly
+ * atol + rtol*|ref|, with no term added). */
+static void compare_one(kk_check_result *r, l2_sums *s, size_t i, double out, double ref,
+                        const double *mag) {
     const kk_tolerance *t = &r->tol;
     if (!isfinite(out) || !isfinite(ref)) {
         if (nonfinite_ok(out, ref, t->flags)) return;
@@ -119,20 +122,31 @@ static void compare_one(kk_check_result *r, l2_sums *s, size_t i, double out, do
     r->max_rel_err = rel > r->max_rel_err ? rel : r->max_rel_err;
     norm2_add(&s->diff, err);
     norm2_add(&s->ref, ref);
-    if (!(err <= t->atol + t->rtol * fabs(ref))) mark_bad(r, i, out, ref);
+    double bound = t->atol + t->rtol * fabs(ref);
+    if (mag) bound += t->acc * *mag; /* a NaN magnitude fails the element */
+    if (!(err <= bound)) mark_bad(r, i, out, ref);
 }
 
 kk_status kk_check_output(const void *out, kk_dtype dtype, const double *ref, size_t count,
                           const kk_tolerance *tol, kk_check_result *result) {
+    return kk_check_output_scaled(out, dtype, ref, NULL, count, tol, result);
+}
+
+kk_status kk_check_output_scaled(const void *out, kk_dtype dtype, const double *ref,
+                                 const double *mag, size_t count, const kk_tolerance *tol,
+                                 kk_check_result *result) {
     kk_status st = check_args(out, dtype, ref, count, tol, result);
     if (st != KK_OK) return st;
     kk_check_result *r = result;
     memset(r, 0, sizeof *r);
     r->tol = *tol;
+    if (tol->acc == 0.0) mag = NULL;
+    if (!mag) r->tol.acc = 0.0; /* what was applied */
     r->count = count;
     r->first_bad = -1;
     l2_sums s = {{0.0, 0.0}, {0.0, 0.0}};
-    for (size_t i = 0; i < count; i++) compare_one(r, &s, i, load(out, dtype, i), ref[i]);
+    for (size_t i = 0; i < count; i++)
+        compare_one(r, &s, i, load(out, dtype, i), ref[i], mag ? &mag[i] : NULL);
     const double diff = norm2_value(&s.diff), norm = norm2_value(&s.ref);
     if (norm > 0.0)
         r->rel_l2_err = diff / norm;
@@ -159,6 +173,8 @@ kk_status kk_check_result_format(const kk_check_result *r, char *buf, size_t siz
     if (st != KK_OK) return st;
     if (size == 0)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "size", "at least 1", "0");
+    char acc[40] = ""; /* only when a magnitude was applied: other ops' lines are unchanged */
+    if (r->tol.acc > 0.0) snprintf(acc, sizeof acc, " acc %g*mag", r->tol.acc);
     int n = snprintf(buf, size, "%s", r->pass ? "PASS" : "FAIL");
     if (r->bad_count > 0 && n >= 0 && (size_t)n < size)
         n += snprintf(buf + n, size - (size_t)n,
@@ -167,9 +183,9 @@ kk_status kk_check_result_format(const kk_check_result *r, char *buf, size_t siz
                       r->first_bad_out, r->first_bad_ref);
     if (n >= 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n,
-                 "; max abs %.3g at [%zu], max rel %.3g, rel L2 %.3g (atol %g rtol %g l2 %g%s%s)",
+                 "; max abs %.3g at [%zu], max rel %.3g, rel L2 %.3g (atol %g rtol %g%s l2 %g%s%s)",
                  r->max_abs_err, r->max_abs_index, r->max_rel_err, r->rel_l2_err, r->tol.atol,
-                 r->tol.rtol, r->tol.l2,
+                 r->tol.rtol, acc, r->tol.l2,
                  r->tol.criteria & KK_CHECK_ELEMENTWISE ? ", elementwise" : "",
                  r->tol.criteria & KK_CHECK_L2 ? ", L2" : "");
     return KK_OK;
