@@ -156,7 +156,7 @@ static int write_outputs(const char *dir, const kk_bench_results *r) {
 
 static void print_summary(const char *device, const op_tally *tally, const kk_bench_results *r) {
     printf("\nSummary on %s:\n", device);
-    printf("  %-12s %6s %6s %6s   %-12s %10s %10s\n", "op", "pass", "fail", "skip", "benchmarks",
+    printf("  %-16s %6s %6s %6s   %-12s %10s %10s\n", "op", "pass", "fail", "skip", "benchmarks",
            "GB/s", "TFLOP/s");
     for (int i = 0; i < kk_op_count(); i++) {
         const kk_op *op = kk_op_at(i);
@@ -173,7 +173,7 @@ static void print_summary(const char *device, const op_tally *tally, const kk_be
         char gb[32] = "-", tf[32] = "-";
         if (nb && gbs > 0) snprintf(gb, sizeof gb, "%.2f", gbs);
         if (nb && tflops > 0) snprintf(tf, sizeof tf, "%.3f", tflops);
-        printf("  %-12s %6d %6d %6d   %-12d %10s %10s\n", kk_op_name(op), t->pass, t->fail, t->skip,
+        printf("  %-16s %6d %6d %6d   %-12d %10s %10s\n", kk_op_name(op), t->pass, t->fail, t->skip,
                nb, gb, tf);
     }
     printf("  (GB/s and TFLOP/s: the best benchmark of each op, quick measurements)\n");
