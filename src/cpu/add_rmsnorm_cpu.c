@@ -38,10 +38,8 @@ KK__ISA_INLINE void add_row(const void *x, const void *res, const void *w, const
         for (int i = 0; i < m; i++) hv[i] = xv[i] + rv[i];
         round_to(dt, hv, m);
         total += kk__chunk_sum_squares(hv, m);
-        if (stream && keep) /* not read back: stream it */
-            kk__row_store_stream(h, dt, r * n + at, hv, m);
-        else
-            kk__row_store(h, dt, r * n + at, hv, m);
+        /* streamed only when the rounded h is kept in f32, so not read back */
+        kk__row_put(h, dt, r * n + at, hv, m, stream && keep);
     }
     const float inv = (float)(1.0 / sqrt(total / (double)n + eps));
     for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
@@ -50,10 +48,7 @@ KK__ISA_INLINE void add_row(const void *x, const void *res, const void *w, const
         const float *wv = wf ? wf + at : kk__row_view(w, dt, at, xb, m);
 #pragma omp simd
         for (int i = 0; i < m; i++) rb[i] = hv[i] * inv * wv[i];
-        if (stream)
-            kk__row_store_stream(y, dt, r * n + at, rb, m);
-        else
-            kk__row_store(y, dt, r * n + at, rb, m);
+        kk__row_put(y, dt, r * n + at, rb, m, stream);
     }
 }
 KK__ISA_CLONES(add_row,
@@ -78,8 +73,7 @@ kk_status kk__add_rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_str
     float *keep =
         n <= KK__ROW_KEEP_MAX ? (float *)malloc((size_t)(n * (threads + 1)) * sizeof(float)) : NULL;
     const float *wf = keep ? kk__row_f32(w, dt, 0, n, keep + threads * n) : NULL;
-    const int stream_out =
-        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_out = kk__row_streams(dt, rows * n);
 #pragma omp parallel num_threads(threads)
     {
         float *mine = keep ? keep + (int64_t)kk__omp_thread() * n : NULL;

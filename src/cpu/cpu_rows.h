@@ -177,6 +177,20 @@ static inline void kk__row_store_stream(void *dst, kk_dtype dt, int64_t at, cons
     kk__row_store(dst, dt, at, f, m);
 }
 
+/* Whether an output of numel elements of dt is written with streaming stores. */
+static inline int kk__row_streams(kk_dtype dt, int64_t numel) {
+    return (int64_t)kk_dtype_bytes(dt, (size_t)numel) >= KK__ROW_STREAM_MIN_BYTES;
+}
+
+/* kk__row_store, or kk__row_store_stream when `stream`. */
+static inline void kk__row_put(void *dst, kk_dtype dt, int64_t at, const float *f, int m,
+                               int stream) {
+    if (stream)
+        kk__row_store_stream(dst, dt, at, f, m);
+    else
+        kk__row_store(dst, dt, at, f, m);
+}
+
 /* Orders this thread's streaming stores before whatever follows. */
 static inline void kk__row_stream_fence(void) {
 #if defined(__x86_64__)

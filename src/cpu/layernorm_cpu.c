@@ -62,10 +62,7 @@ KK__ISA_INLINE void write_row(const void *x, kk_dtype xdt, int64_t xr, const voi
 #pragma omp simd
             for (int i = 0; i < m; i++) xb[i] = ((xv[i] - mu.hi) - mu.lo) * inv;
         }
-        if (stream)
-            kk__row_store_stream(y, dt, row * n + at, xb, m);
-        else
-            kk__row_store(y, dt, row * n + at, xb, m);
+        kk__row_put(y, dt, row * n + at, xb, m, stream);
     }
 }
 
@@ -114,8 +111,7 @@ kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_strea
         kk__row_f32(w, dt, 0, n, wb);
         kk__row_f32(b, dt, 0, n, wb + n);
     }
-    const int stream_out =
-        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_out = kk__row_streams(dt, rows * n);
 #pragma omp parallel num_threads(threads)
     {
         float *mine = keep ? keep + (int64_t)kk__omp_thread() * n : NULL;

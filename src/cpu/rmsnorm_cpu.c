@@ -37,10 +37,7 @@ KK__ISA_INLINE void rms_row(const void *x, const void *w, const float *wf, void 
         const float *wv = wf ? wf + at : kk__row_view(w, dt, at, wb, m);
 #pragma omp simd
         for (int i = 0; i < m; i++) xb[i] = xv[i] * inv * wv[i];
-        if (stream)
-            kk__row_store_stream(y, dt, r * n + at, xb, m);
-        else
-            kk__row_store(y, dt, r * n + at, xb, m);
+        kk__row_put(y, dt, r * n + at, xb, m, stream);
     }
 }
 KK__ISA_CLONES(rms_row,
@@ -63,8 +60,7 @@ kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     /* per thread a decoded row, and w decoded once at the end */
     float *keep = kk__row_buffers(dt, n, n, threads + 1);
     const float *wf = keep ? kk__row_f32(w, dt, 0, n, keep + threads * n) : NULL;
-    const int stream_out =
-        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_out = kk__row_streams(dt, rows * n);
 #pragma omp parallel num_threads(threads)
     {
         float *mine = keep ? keep + (int64_t)kk__omp_thread() * n : NULL;

@@ -63,10 +63,7 @@ KK__ISA_INLINE void rope_row(const void *x, int64_t xrow, void *y, int64_t yrow,
     kk__row_load(x, dt, xrow * D, xb, (int)D);
     rotate(xb, yb, c, sn, R / 2, gptj);
     for (int64_t d = R; d < D; d++) yb[d] = xb[d];
-    if (stream)
-        kk__row_store_stream(y, dt, yrow * D, yb, (int)D);
-    else
-        kk__row_store(y, dt, yrow * D, yb, (int)D);
+    kk__row_put(y, dt, yrow * D, yb, (int)D, stream);
 }
 KK__ISA_CLONES(rope_row,
                (const void *x, int64_t xrow, void *y, int64_t yrow, kk_dtype dt, int64_t D,
@@ -104,8 +101,7 @@ kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream str
     const void *x = t[0]->data;
     void *y = t[given ? 2 : 1]->data;
     const kk__rope_row_fn rotate_row = kk__rope_cpu_row();
-    const int stream_out =
-        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * D)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_out = kk__row_streams(dt, rows * D);
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
 #pragma omp for schedule(static) nowait

@@ -63,8 +63,7 @@ kk_status kk__rope_kv_append_cpu(const kk_op_params *p, kk_tensor *const *t, kk_
     const char *kin = t[KK__RKV_T_KC_IN]->data, *vin = t[KK__RKV_T_VC_IN]->data;
     char *kc = t[KK__RKV_T_KC]->data, *vc = t[KK__RKV_T_VC]->data;
     const char *v = t[KK__RKV_T_V]->data;
-    const int stream_q =
-        (int64_t)kk_dtype_bytes(dt, (size_t)(B * Hq * S * D)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_q = kk__row_streams(dt, B * Hq * S * D);
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
         if (!k_same || !v_same) { /* the barrier after it: copies land before the appends */

@@ -20,10 +20,7 @@ KK__ISA_INLINE void silu_item(const void *g, const void *u, void *y, kk_dtype dt
     const float *uv = kk__row_view(u, dt, r * ld + uo + at, ub, m);
 #pragma omp simd
     for (int i = 0; i < m; i++) yb[i] = kk__silu(gv[i]) * uv[i];
-    if (stream)
-        kk__row_store_stream(y, dt, r * N + at, yb, m);
-    else
-        kk__row_store(y, dt, r * N + at, yb, m);
+    kk__row_put(y, dt, r * N + at, yb, m, stream);
 }
 KK__ISA_CLONES(silu_item,
                (const void *g, const void *u, void *y, kk_dtype dt, int64_t N, int64_t ld,
@@ -43,7 +40,7 @@ kk_status kk__silu_mul_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream
     const int64_t chunks = (N + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK;
     void (*const item)(const void *, const void *, void *, kk_dtype, int64_t, int64_t, int64_t, int,
                        int64_t, int64_t) = KK__ISA_PICK(silu_item);
-    const int stream_out = (int64_t)kk_dtype_bytes(dt, (size_t)(M * N)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_out = kk__row_streams(dt, M * N);
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
 #pragma omp for schedule(static) nowait

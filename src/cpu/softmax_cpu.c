@@ -107,10 +107,7 @@ KK__ISA_INLINE void write_row(const void *x, void *y, kk_dtype dt, int64_t row, 
             for (int i = 0; i < in; i++) buf[i] = exp_nonpositive((v[i] - m) * scale) * inv;
         }
         for (int i = in; i < len; i++) buf[i] = 0.0f;
-        if (stream)
-            kk__row_store_stream(y, dt, row * n + at, buf, len);
-        else
-            kk__row_store(y, dt, row * n + at, buf, len);
+        kk__row_put(y, dt, row * n + at, buf, len, stream);
     }
 }
 
@@ -152,8 +149,7 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     void (*const row)(const void *, void *, kk_dtype, int64_t, int64_t, float, float *, int,
                       int64_t) = KK__ISA_PICK(softmax_row);
     const int threads = kk__cpu_threads();
-    const int stream_out =
-        (int64_t)kk_dtype_bytes(dt, (size_t)(rows * n)) >= KK__ROW_STREAM_MIN_BYTES;
+    const int stream_out = kk__row_streams(dt, rows * n);
     /* no buffer (too long a row, or no memory): the exponentials are recomputed */
     float *keep = n <= KK__ROW_KEEP_MAX ? malloc((size_t)(threads * 2 * n) * sizeof(float)) : NULL;
 #pragma omp parallel num_threads(threads)
