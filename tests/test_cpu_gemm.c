@@ -147,6 +147,23 @@ static void bf16_at_every_level(void **state) {
     kk__cpu_isa_cap(-1);
 }
 
+/* A KK_CPU_ISA that names no level caps nothing and says so in a warning. */
+static int isa_warnings;
+static void count_isa_warning(const kk_log_record *r, void *user) {
+    (void)user;
+    isa_warnings += r->level == KK_LOG_WARN && strstr(r->message, "KK_CPU_ISA") != NULL;
+}
+
+static void unknown_isa_is_logged(void **state) {
+    (void)state;
+    kk_log_set_sink(count_isa_warning, NULL);
+    setenv("KK_CPU_ISA", "avx2x", 1);
+    assert_int_equal(kk__cpu_isa(), kk__cpu_isa_supported());
+    unsetenv("KK_CPU_ISA");
+    kk_log_set_sink(NULL, NULL);
+    assert_int_equal(isa_warnings, 1);
+}
+
 /* Small integers in bf16 make every product and every partial sum exact in
  * f32, so the packed kernel must give exactly the integer result, on strided
  * operands and an output with a leading dimension past n. */
@@ -337,7 +354,7 @@ int main(void) {
         cmocka_unit_test(linear_residual),       cmocka_unit_test(every_block_edge),
         cmocka_unit_test(any_thread_count),      cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(math_matches_libm),     cmocka_unit_test(bf16_at_every_level),
-        cmocka_unit_test(bf16_product_is_exact),
+        cmocka_unit_test(bf16_product_is_exact), cmocka_unit_test(unknown_isa_is_logged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/log_internal.h"
 #include "kernelkit/device.h"
 
 static const char *const k_names[KK__ISA_COUNT] = {"generic", "avx2", "avx512", "avx512_bf16"};
@@ -30,10 +31,21 @@ int kk__cpu_isa_parse(const char *name, kk__isa *out) {
     return 0;
 }
 
+/* An unknown KK_CPU_ISA caps nothing; it is logged once, so a typo does not
+ * pass for a cap (`kernelkit info` shows the level in use). */
+static atomic_int warned_unknown;
+
 kk__isa kk__cpu_isa(void) {
     kk__isa isa = kk__cpu_isa_supported(), env;
-    /* An unknown name caps nothing: `kernelkit info` shows the level in use. */
-    if (kk__cpu_isa_parse(getenv("KK_CPU_ISA"), &env) && env < isa) isa = env;
+    const char *text = getenv("KK_CPU_ISA");
+    if (text && *text && !kk__cpu_isa_parse(text, &env)) {
+        if (!atomic_exchange(&warned_unknown, 1))
+            KK_LOG(KK_LOG_WARN, "kernelkit.cpu", "KK_CPU_ISA ignored: not a level",
+                   KK_F_STR("value", text),
+                   KK_F_STR("expected", "generic, avx2, avx512 or avx512_bf16"));
+    } else if (text && *text && env < isa) {
+        isa = env;
+    }
     const int cap = atomic_load(&test_cap);
     if (cap >= 0 && cap < (int)isa) isa = (kk__isa)cap;
     return isa;
