@@ -10,8 +10,11 @@ the variants interleaved round by round so that they see the same machine:
 
   sdpa            F.scaled_dot_product_attention(q, k, v, is_causal=True)
                   (k, v with Hq heads: SDPA has no GQA without enable_gqa)
-  kernelkit       kernelkit.attention, torch tensors read from data_ptr/stride
-                  (the default "auto" array path)
+  kernelkit       kernelkit.attention on plain torch tensors: the fast path
+                  (kernelkit/_fastpath.py: four descriptors packed at once,
+                  torch's raw stream handle)
+  kernelkit_general  the same call with the fast path off (KERNELKIT_FASTPATH=0):
+                  the general "auto" path, tensors read from data_ptr/stride
   kernelkit_dlpack  the same through __dlpack__ (set_array_path("dlpack"))
   custom_op       torch.ops.kernelkit.attention (the torch.library op:
                   dispatcher + the same call)
@@ -35,6 +38,7 @@ import torch
 
 import kernelkit
 import kernelkit.torch  # noqa: F401  (torch.ops.kernelkit.*)
+from kernelkit import _fastpath
 
 
 def main() -> int:
@@ -74,12 +78,13 @@ def main() -> int:
     def custom_op():
         torch.ops.kernelkit.attention(q, k, v, causal)
 
-    variants = {"sdpa": sdpa, "kernelkit": kk, "kernelkit_dlpack": kk_dlpack,
-                "custom_op": custom_op}
+    variants = {"sdpa": sdpa, "kernelkit": kk, "kernelkit_general": kk,
+                "kernelkit_dlpack": kk_dlpack, "custom_op": custom_op}
     paths = {"kernelkit_dlpack": "dlpack"}
 
-    def batch(fn, path):
+    def batch(fn, path, fast=True):
         old = kernelkit.set_array_path(path)
+        _fastpath.enabled = fast
         try:
             if cuda:
                 torch.cuda.synchronize()
@@ -92,14 +97,15 @@ def main() -> int:
                 torch.cuda.synchronize()
         finally:
             kernelkit.set_array_path(old)
+            _fastpath.enabled = True
         return t / a.calls
 
     for name, fn in variants.items():  # warm-up (first-call lookups, compile caches)
-        batch(fn, paths.get(name, "auto"))
+        batch(fn, paths.get(name, "auto"), name != "kernelkit_general")
     samples = {name: [] for name in variants}
     for _ in range(a.rounds):
         for name, fn in variants.items():
-            samples[name].append(batch(fn, paths.get(name, "auto")))
+            samples[name].append(batch(fn, paths.get(name, "auto"), name != "kernelkit_general"))
     med = {name: statistics.median(s) for name, s in samples.items()}
     res = {
         "what": "host seconds per call (median of rounds of --calls calls)",

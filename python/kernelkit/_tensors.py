@@ -645,6 +645,21 @@ def _torch_tensor(x: Any, name: str, want: Optional[int], output: bool, force: b
 
 _torch_strided = None
 _torch_grad_enabled = None
+_torch_raw = None
+
+
+def _torch_raw_stream(index: int) -> int:
+    """torch's current stream on CUDA device `index`, as a cudaStream_t: the raw
+    handle (what torch.compile's generated code uses) costs a fraction of
+    torch.cuda.current_stream(...).cuda_stream, which builds a Stream object."""
+    global _torch_raw
+    if _torch_raw is None:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw = raw if raw is not None else (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _torch_raw(index)
 
 
 def _torch_init() -> None:
@@ -703,9 +718,7 @@ class Call:
             if _torch_strided is None:
                 _torch_init()
             if x.is_cuda and not self.user_stream:
-                import torch
-
-                self.stream = torch.cuda.current_stream(x.device).cuda_stream
+                self.stream = _torch_raw_stream(x.get_device())
         elif kind == CUPY:
             if not self.user_stream:
                 import cupy

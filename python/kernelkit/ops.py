@@ -22,7 +22,7 @@ from __future__ import annotations
 from ctypes import byref, c_int, c_int64
 from typing import Any, Optional, Tuple, Union
 
-from . import _errors, _lib
+from . import _errors, _fastpath, _lib
 from ._tensors import (
     BF16,
     E2M1,
@@ -244,6 +244,12 @@ def attention(
     given) returns (o, lse), lse f32 [B,Hq,Sq] the natural log-sum-exp of each
     row's scaled scores."""
     opt = _attn_opt(causal, window_left, window_right, scale, dropout, seed, offset)
+    tt = _fastpath._tensor_type or _fastpath.tensor_type()
+    if (tt is not None and type(q) is tt and type(k) is tt and type(v) is tt and out is None
+            and lse is None and not return_lse and stream is None):
+        o = _fastpath.attention(q, k, v, opt)
+        if o is not None:
+            return o
     with Call(stream) as c:
         tq = c.tensor(q, "q")
         tk = c.tensor(k, "k")

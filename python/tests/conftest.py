@@ -62,33 +62,53 @@ class Capture:
         self.fn = getattr(self.lib, name)
         self.calls = []
 
+    def _record(self, args):
+        seen = []
+        for i in self.positions:
+            a = args[i]
+            if not a:
+                seen.append(None)
+                continue
+            t = _lib.Tensor.from_address(a)
+            seen.append(
+                {
+                    "data": t.data or 0,
+                    "shape": tuple(t.shape[: t.ndim]),
+                    "strides": tuple(t.strides[: t.ndim]),
+                    "dtype": _tensors.DTYPE_NAMES[t.dtype],
+                }
+            )
+        self.calls.append(seen)
+
     def __enter__(self):
         fn = self.fn
 
         def wrapper(*args):
-            seen = []
-            for i in self.positions:
-                a = args[i]
-                if not a:
-                    seen.append(None)
-                    continue
-                t = _lib.Tensor.from_address(a)
-                seen.append(
-                    {
-                        "data": t.data or 0,
-                        "shape": tuple(t.shape[: t.ndim]),
-                        "strides": tuple(t.strides[: t.ndim]),
-                        "dtype": _tensors.DTYPE_NAMES[t.dtype],
-                    }
-                )
-            self.calls.append(seen)
+            self._record(args)
             return fn(*args)
 
         setattr(self.lib, self.name, wrapper)
+        # kernelkit.attention's torch fast path calls its own function object
+        self.fast = None
+        if self.name == "kk_attention":
+            from kernelkit import _fastpath
+
+            self.fast = _fastpath._c_attention or _fastpath._c_function()
+            fast = self.fast
+
+            def fast_wrapper(*args):
+                self._record(args)
+                return fast(*args)
+
+            _fastpath._c_attention = fast_wrapper
         return self
 
     def __exit__(self, *exc):
         setattr(self.lib, self.name, self.fn)
+        if self.fast is not None:
+            from kernelkit import _fastpath
+
+            _fastpath._c_attention = self.fast
 
 
 def pytest_report_header(config):

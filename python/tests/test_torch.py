@@ -2,6 +2,8 @@
 the ops, zero copies by data_ptr, both array paths, the torch.library custom
 ops (opcheck, fake tensors, torch.compile). Skipped when torch is absent."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -159,3 +161,96 @@ def test_cuda_stream_and_graph():  # GPU machine only (not run on the CPU here)
     torch.cuda.synchronize()
     torch.testing.assert_close(static_o.float(), _sdpa_ref(static_q, static_q, static_q, True),
                                atol=2e-2, rtol=2e-2)
+
+
+def _descriptors(positions, call):
+    """The raw kk_tensor bytes kk_attention receives at `positions` (through
+    the general path's function or the fast path's)."""
+    from kernelkit import _fastpath, _lib
+
+    seen = []
+    lib = _lib.lib()
+    size = ctypes.sizeof(_lib.Tensor)
+    slow_fn = lib.kk_attention
+    fast_fn = _fastpath._c_attention or _fastpath._c_function()
+
+    def spy(fn):
+        def wrapper(*args):
+            seen.append([ctypes.string_at(args[i], size) for i in positions])
+            return fn(*args)
+
+        return wrapper
+
+    lib.kk_attention = spy(slow_fn)
+    _fastpath._c_attention = spy(fast_fn)
+    try:
+        out = call()
+    finally:
+        lib.kk_attention = slow_fn
+        _fastpath._c_attention = fast_fn
+    return seen[0], out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_fast_path_same_descriptors(device):
+    """The torch fast path (_fastpath.attention) is taken for plain tensors and
+    hands the C function the same q, k, v descriptors, byte for byte, as the
+    general path; o's differs only in its data pointer; results equal."""
+    from kernelkit import _fastpath
+
+    g = torch.Generator().manual_seed(5)
+    buf = torch.randn(2, 11, 4, 32, generator=g).to(device)
+    q = buf.transpose(1, 2)  # a strided view
+    k = torch.randn(2, 2, 7, 32, generator=g).to(device)
+    v = torch.randn(2, 2, 7, 32, generator=g).to(device)
+    taken = []
+    real = _fastpath.attention
+
+    def spy(*a):
+        r = real(*a)
+        taken.append(r is not None)
+        return r
+
+    _fastpath.attention = spy
+    try:
+        fast, o_fast = _descriptors((0, 1, 2, 3),
+                                    lambda: kernelkit.attention(q, k, v, causal=True))
+    finally:
+        _fastpath.attention = real
+    assert taken == [True]
+    old = kernelkit.set_array_path("wrap")
+    try:
+        slow, o_slow = _descriptors((0, 1, 2, 3),
+                                    lambda: kernelkit.attention(q, k, v, causal=True))
+    finally:
+        kernelkit.set_array_path(old)
+    assert fast[:3] == slow[:3]
+    data = _lib_tensor_field_offset("data")
+    assert fast[3][:data] == slow[3][:data] and fast[3][data + 8:] == slow[3][data + 8:]
+    if device == "cuda":
+        torch.cuda.synchronize()
+    torch.testing.assert_close(o_fast, o_slow, atol=0, rtol=0)
+
+
+def _lib_tensor_field_offset(name):
+    from kernelkit import _lib
+
+    return getattr(_lib.Tensor, name).offset
+
+
+def test_attention_fast_path_declines_to_general_errors():
+    """What the fast path does not take goes to the general path, whose errors
+    name the argument: a lazily negated view, mixed dtypes, float64."""
+    from kernelkit import _fastpath
+
+    q = torch.randn(1, 2, 3, 16)
+    assert _fastpath.attention(torch._neg_view(q), q, q, None) is None
+    assert _fastpath.attention(q, q.half(), q, None) is None
+    assert _fastpath.attention(q.double(), q.double(), q.double(), None) is None
+    assert _fastpath.attention(q[0], q[0], q[0], None) is None
+    with pytest.raises(kernelkit.InvalidArgumentError, match="negated"):
+        kernelkit.attention(torch._neg_view(q), q, q)
+    with pytest.raises(kernelkit.Error, match="k"):
+        kernelkit.attention(q, q.half(), q)
+    with pytest.raises(kernelkit.Error, match="q"):
+        kernelkit.attention(q[0], q[0], q[0])
