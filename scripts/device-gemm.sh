@@ -3,8 +3,11 @@
 # cd .gpu-tree): build; tests/test_cuda_gemm; the float64-oracle checks on fresh
 # seeds (smoke+correctness, --fuzz 500 in bf16 and f16); compute-sanitizer
 # memcheck, racecheck and synccheck; the gemm suite beside PyTorch (cuBLAS,
-# cuBLASLt's GELU epilogue, eager and compiled SwiGLU) in the same run.
-# PART=checks or PART=bench runs half. Results in $OUT/gemm-<part>.tgz.
+# cuBLASLt's GELU epilogue, eager and compiled SwiGLU) in the same run, and again
+# with the Hopper kernel in 2-CTA clusters (KK_GEMM_SM90=cluster) beside it.
+# PART=checks or PART=bench runs half; PART=quick (under 3 minutes): build,
+# tests/test_cuda_gemm, and three bf16 GEMMs timed single vs cluster.
+# Results in $OUT/gemm-<part>.tgz.
 set -uo pipefail
 out=${OUT:-/tmp/kk-out}
 part=${PART:-all}
@@ -27,6 +30,21 @@ cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_AR
 cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_gemm >> "$LOGS/build.log" 2>&1 ||
   { grep -E "error" -A3 "$LOGS/build.log" | head -30; exit 1; }
 k=./$b/kernelkit
+
+if [ "$part" = quick ]; then
+  echo "== tests/test_cuda_gemm"
+  timeout 90 ./$b/tests/test_cuda_gemm > "$LOGS/test_cuda_gemm.txt" 2>&1
+  echo "exit $? $(grep -E 'PASSED|FAILED' "$LOGS/test_cuda_gemm.txt" | tr '\n' ' ')"
+  grep -E "^\s+(FAIL|ERROR)|\[  FAILED" "$LOGS/test_cuda_gemm.txt" | head -8
+  echo "== gemm bf16, KK_GEMM_SM90=single vs cluster"
+  for shape in M=8192,N=8192,K=8192 M=4096,N=14336,K=4096 M=16384,N=4096,K=1024; do
+    for v in single cluster; do
+      echo "$v $(KK_GEMM_SM90=$v timeout 30 $k bench --device cuda:0 --op gemm \
+        --params $shape,dtype=bf16 --time-budget 2 2>&1 | grep median | sed 's/  CI \[[^]]*\]//')"
+    done
+  done | tee "$LOGS/quick-bench.txt"
+  exit 0
+fi
 
 if [ "$part" != bench ]; then
   echo "== tests/test_cuda_gemm"
@@ -60,13 +78,24 @@ if [ "$part" != checks ]; then
   echo "== the gemm suite beside PyTorch"
   $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1; tail -7 "$LOGS/calibrate.txt"
   $k bench --device cuda:0 --suite bench/suites/gemm.json --time-budget ${BUDGET:-3} \
-    -o "$LOGS/gemm-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//'
+    -o "$LOGS/gemm-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//' |
+    tee "$LOGS/bench-single.txt"
   (cd bench && timeout 300 python3 compare_torch_linear.py suites/gemm.json /tmp/gemm-samples.json) \
     > "$LOGS/torch-gemm.txt" 2>&1; tail -3 "$LOGS/torch-gemm.txt"
   $k bench --device cuda:0 --import /tmp/gemm-samples.json -o "$LOGS/gemm-torch.json" > /dev/null 2>&1
   KK_GEMM_KERNEL=sm80 $k bench --device cuda:0 --suite bench/suites/gemm.json --quick \
     -o "$LOGS/gemm-sm80.json" > "$LOGS/bench-sm80.txt" 2>&1
+  echo "== the suite with KK_GEMM_SM90=cluster (TFLOP/s: single, cluster, cluster/single)"
+  KK_GEMM_SM90=cluster $k bench --device cuda:0 --suite bench/suites/gemm.json --time-budget ${BUDGET:-3} \
+    -o "$LOGS/gemm-cluster.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//' > "$LOGS/bench-cluster.txt"
+  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
+       NR == FNR { single[$1] = tf($0); next }
+       { c = tf($0); s = ($1 in single) ? single[$1] : "-"
+         printf "%-44s %8s %8s %6s\n", $1, s, c, (s + 0 > 0 && c + 0 > 0) ? sprintf("%.3f", c / s) : "-" }' \
+    "$LOGS/bench-single.txt" "$LOGS/bench-cluster.txt" | tee "$LOGS/single-vs-cluster.txt"
   $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
+  $k report "$LOGS/gemm-cluster.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report-cluster.md" \
+    > /dev/null 2>&1
   if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then # one launch of the 8192^3 GEMM, profiled
     timeout 240 ncu --clock-control none --kernel-name regex:gemm --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \

@@ -2,7 +2,8 @@
 /* gemm and linear on CUDA through the checker (fresh seeded inputs, outputs
  * poisoned, the float64 reference): odd sizes, K not a multiple of 8 (the
  * element-load path), every activation, bias, residual and SwiGLU, bf16 and
- * f16; strided views give the bits of contiguous tensors; f32 is SKIP (the
+ * f16; the Hopper kernel's 2-CTA cluster form forced (KK_GEMM_SM90=cluster);
+ * strided views give the bits of contiguous tensors; f32 is SKIP (the
  * CUDA slot declines it); a wrong CUDA kernel FAILs. Exits 77 without a GPU. */
 #include "testutil.h"
 
@@ -235,6 +236,37 @@ static void sm80_kernel_passes(void **state) {
     unsetenv("KK_GEMM_KERNEL");
 }
 
+/* The Hopper kernel in 2-CTA clusters (KK_GEMM_SM90=cluster; elsewhere the
+ * Hopper kernel's default form runs, or what the device has): an odd number
+ * of m tiles (the last cluster's second block idle: it loads, stores
+ * nothing), N odd and N <= 128 (the second half of b past N), K not a
+ * multiple of 64 with fewer and more k steps than stages, more clusters'
+ * units than fit at once (each cluster several, its stages' phases running
+ * on), every activation with bias and residual, SwiGLU, f16, and M <= 8
+ * forced onto it. */
+static void cluster_kernel_passes(void **state) {
+    (void)state;
+    setenv("KK_GEMM_SM90", "cluster", 1);
+    expect(find("gemm"), "M=300 N=261 K=264 dtype=bf16", 31, KK_CASE_PASS);
+    expect(find("gemm"), "M=100 N=100 K=200 dtype=bf16", 32, KK_CASE_PASS);
+    expect(find("gemm"), "M=129 N=385 K=520 dtype=f16", 33, KK_CASE_PASS);
+    expect(find("gemm"), "M=2175 N=2049 K=136 dtype=bf16", 34, KK_CASE_PASS);
+    for (size_t a = 0; a < 6; a++) {
+        char text[192];
+        snprintf(text, sizeof text, "M=%d N=%d K=%d bias=1 activation=%s dtype=%s residual=1",
+                 257 + 128 * (int)(a % 2), a == 5 ? 131 : 301, a == 5 ? 200 : 136, acts[a],
+                 dtypes[a % 2]);
+        expect(find("linear"), text, 3000 + a, KK_CASE_PASS);
+    }
+    expect(find("linear"), "M=1590 N=1400 K=136 bias=1 activation=swiglu dtype=bf16 residual=1",
+           3010, KK_CASE_PASS);
+    setenv("KK_GEMM_KERNEL", "sm90", 1);
+    expect(find("linear"), "M=3 N=300 K=256 bias=1 activation=silu dtype=bf16 residual=1", 3011,
+           KK_CASE_PASS);
+    unsetenv("KK_GEMM_KERNEL");
+    unsetenv("KK_GEMM_SM90");
+}
+
 int main(void) {
     if (kk_test_no_gpu()) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
@@ -246,6 +278,7 @@ int main(void) {
         cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(strided_views_give_the_same_bits),
         cmocka_unit_test(sm80_kernel_passes),
+        cmocka_unit_test(cluster_kernel_passes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 // The gemm and linear slots on CUDA: their tensors to the kernels' arguments
 // (strides read off the tensors), the choice of kernel (the GEMV for M <= 8,
 // Hopper's where the device and the tensor maps allow, else the sm_80-class
-// one; KK_GEMM_KERNEL=sm80|sm90 forces one), the launch. bf16 and f16; f32 is answered
+// one; KK_GEMM_KERNEL=sm80|sm90 forces one; KK_GEMM_SM90=cluster|single picks
+// the Hopper kernel's form), the launch. bf16 and f16; f32 is answered
 // KK_ERR_UNSUPPORTED (the CPU runs it). docs/kernels/gemm.md.
 #include <cuda_runtime.h>
 
@@ -92,27 +93,81 @@ kk_status launch_gemv(const Args &a, cudaStream_t s, const char *op) {
                           "launching the gemv kernel failed");
 }
 
+// KK_GEMM_SM90=cluster: the Hopper kernel in 2-CTA clusters (else the
+// single-CTA one, the default until measured).
+bool sm90_cluster() {
+    const char *e = getenv("KK_GEMM_SM90");
+    return e && strcmp(e, "cluster") == 0;
+}
+
+// The launch configuration of the 2-CTA cluster kernel (attr the caller's).
+cudaLaunchConfig_t cluster_config(unsigned blocks, cudaStream_t stream, cudaLaunchAttribute *attr) {
+    *attr = cudaLaunchAttribute{};
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = 2, attr->val.clusterDim.y = 1, attr->val.clusterDim.z = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = dim3(blocks), c.blockDim = dim3(kk_gemm::Sm90::kThreads);
+    c.dynamicSmemBytes = kk_gemm::Sm90::kSmem, c.stream = stream;
+    c.attrs = attr, c.numAttrs = 1;
+    return c;
+}
+
+// 2-CTA clusters of `Kernel` that fit on the current device at once (SMs
+// pair up within a GPC, so possibly fewer than SMs / 2), once per device; 0
+// when the query fails.
+template <auto Kernel> int clusters_that_fit() {
+    static std::atomic<int> cached[64]; // the count + 1; 0 unknown
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    int v = cached[dev].load(std::memory_order_relaxed);
+    if (v == 0) {
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t c = cluster_config((unsigned)(kk_cuda::sm_count() & ~1), 0, &attr);
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, Kernel, &c) != cudaSuccess)
+            n = 0, (void)cudaGetLastError();
+        v = n + 1;
+        cached[dev].store(v, std::memory_order_relaxed);
+    }
+    return v - 1;
+}
+
 // The Hopper kernel, or cudaErrorNotSupported when the tensors do not suit
 // the tensor maps (the caller then launches the sm_80-class kernel).
-template <typename T, int ACT> cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
+// CLUSTER: the 2-CTA form (its b boxes are half of a tile).
+template <typename T, int ACT, bool CLUSTER>
+cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
+    using S = kk_gemm::Sm90;
     constexpr bool GLU = ACT == kk_gemm::ACT_SWIGLU;
     constexpr bool bf16 = std::is_same<T, __nv_bfloat16>::value;
-    constexpr int BN = kk_gemm::Sm90::BN<GLU>;
+    constexpr int BN = S::BN<GLU>, b_box = CLUSTER ? S::kBHalf : BN;
     CUtensorMap ta, tb0, tb1;
-    if (!matrix_map(&ta, a.a, bf16, a.M, a.K, a.lda, kk_gemm::Sm90::BM) ||
-        !matrix_map(&tb0, a.b0, bf16, a.N, a.K, a.ldb, BN) ||
-        (GLU && !matrix_map(&tb1, a.b1, bf16, a.N, a.K, a.ldb, BN)))
+    if (!matrix_map(&ta, a.a, bf16, a.M, a.K, a.lda, S::BM) ||
+        !matrix_map(&tb0, a.b0, bf16, a.N, a.K, a.ldb, b_box) ||
+        (GLU && !matrix_map(&tb1, a.b1, bf16, a.N, a.K, a.ldb, b_box)))
         return cudaErrorNotSupported;
     if (!GLU) tb1 = tb0;
-    auto kernel = kk_gemm::gemm_sm90_kernel<T, ACT>;
-    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, ACT>>(kk_gemm::Sm90::kSmem);
+    auto kernel = kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>;
+    cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>>(S::kSmem);
     if (e != cudaSuccess) return e;
-    const long long tiles =
-        (long long)((a.M + kk_gemm::Sm90::BM - 1) / kk_gemm::Sm90::BM) * ((a.N + BN - 1) / BN);
-    if (tiles > INT32_MAX) return cudaErrorNotSupported;
-    const int blocks = tiles < kk_cuda::sm_count() ? (int)tiles : kk_cuda::sm_count(); // persistent
-    kernel<<<blocks, kk_gemm::Sm90::kThreads, kk_gemm::Sm90::kSmem, stream>>>(ta, tb0, tb1, a);
-    return cudaGetLastError();
+    const long long tiles_m = ((long long)a.M + S::BM - 1) / S::BM,
+                    tiles_n = ((long long)a.N + BN - 1) / BN;
+    if (tiles_m * tiles_n > INT32_MAX) return cudaErrorNotSupported;
+    if constexpr (CLUSTER) {
+        // units: pairs of m tiles of one n column, one per cluster at a time
+        const long long units = (tiles_m + 1) / 2 * tiles_n;
+        const int fit = clusters_that_fit<kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>>();
+        if (fit <= 0) return cudaErrorNotSupported; // the caller runs the single-CTA form
+        const int clusters = units < fit ? (int)units : fit;
+        cudaLaunchAttribute attr;
+        const cudaLaunchConfig_t c = cluster_config((unsigned)(2 * clusters), stream, &attr);
+        return cudaLaunchKernelEx(&c, kernel, ta, tb0, tb1, a);
+    } else {
+        const long long tiles = tiles_m * tiles_n;
+        const int blocks = tiles < kk_cuda::sm_count() ? (int)tiles : kk_cuda::sm_count();
+        kernel<<<blocks, S::kThreads, S::kSmem, stream>>>(ta, tb0, tb1, a);
+        return cudaGetLastError();
+    }
 }
 
 template <typename T, int ACT>
@@ -124,7 +179,9 @@ kk_status launch_act(const Args &a, bool aligned, cudaStream_t s, const char *op
         return launch_gemv<T, ACT, 8>(a, s, op);
     }
     if (aligned && !forced("sm80") && kk_cuda::sm90a_ready<kk_gemm::gemm_sm90_kernel<T, ACT>>()) {
-        const cudaError_t e = launch_sm90<T, ACT>(a, s);
+        cudaError_t e = cudaErrorNotSupported;
+        if (sm90_cluster()) e = launch_sm90<T, ACT, true>(a, s);
+        if (e == cudaErrorNotSupported) e = launch_sm90<T, ACT, false>(a, s);
         if (e == cudaSuccess) return KK_OK;
         if (e != cudaErrorNotSupported)
             return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, op, cudaGetErrorName(e),

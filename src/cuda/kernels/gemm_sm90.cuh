@@ -2,7 +2,9 @@
 // tiles of a and 256 x 64 of b (SwiGLU: 128 rows of each weight) with the
 // tensor memory accelerator into mbarrier-guarded stages; two consumer
 // warpgroups run wgmma (64 rows each, two m64n128k16 per k16 step) and apply
-// the sm_80 kernel's epilogue in registers. docs/kernels/gemm.md.
+// the sm_80 kernel's epilogue in registers. CLUSTER: 2-CTA clusters along M
+// share each b tile, every CTA loading half of it multicast to both.
+// docs/kernels/gemm.md.
 #pragma once
 
 #include <cuda.h>
@@ -16,7 +18,8 @@ namespace kk_gemm {
 struct Sm90 {
     static constexpr int kConsumers = 2, kThreads = 128 * (kConsumers + 1);
     static constexpr int BM = 64 * kConsumers, BK = 64, kStages = 4;
-    static constexpr int kBRows = 256; // b rows per stage (SwiGLU: 128 of each weight)
+    static constexpr int kBRows = 256;        // b rows per stage (SwiGLU: 128 of each weight)
+    static constexpr int kBHalf = kBRows / 2; // b rows one CTA of a cluster loads (the box)
     static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
     static constexpr int kGroupM = 8; // m tiles a group of blocks walks before the next n
     static constexpr size_t kStageBytes = (size_t)(BM + kBRows) * BK * 2;
@@ -36,7 +39,7 @@ template <int N> __device__ __forceinline__ void keep_regs(float (&r)[N]) {
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-template <typename T, int ACT>
+template <typename T, int ACT, bool CLUSTER = false>
 __global__ void __launch_bounds__(Sm90::kThreads, 1)
     gemm_sm90_kernel(const __grid_constant__ CUtensorMap tm_a,
                      const __grid_constant__ CUtensorMap tm_b0,
@@ -51,48 +54,84 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(sB + kStages * Sm90::kBRows * BK);
     uint64_t *empty = full + kStages;
 
+    // A cluster (CM = 2 CTAs) computes the m tiles 2u and 2u + 1 of one n
+    // column: its unit u; a lone block (CM = 1) computes one tile, unit = tile.
+    constexpr int CM = CLUSTER ? 2 : 1;
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int tiles = tiles_m * tiles_n, KT = (p.K + BK - 1) / BK;
+    const int units_m = (tiles_m + CM - 1) / CM, KT = (p.K + BK - 1) / BK;
+    const int units = units_m * tiles_n;
     const int tid = threadIdx.x, wg = tid / 128;
-    // Tile t's corner: tiles walk kGroupM m tiles down one n column before
+    const int rank = CLUSTER ? (int)kk_tma::cluster_ctarank() : 0;
+    const int first = blockIdx.x / CM, stride = gridDim.x / CM;
+    // Unit t's corner: units walk kGroupM m tiles down one n column before
     // the next, so the blocks of a wave share b tiles (and a tiles) in L2.
     auto corner = [&](int t, int &m0, int &n0) {
-        const int per_group = Sm90::kGroupM * tiles_n, first_m = t / per_group * Sm90::kGroupM;
-        const int group_m = min(tiles_m - first_m, Sm90::kGroupM), in_group = t % per_group;
-        m0 = (first_m + in_group % group_m) * BM;
+        constexpr int G = Sm90::kGroupM / CM;
+        const int per_group = G * tiles_n, first_m = t / per_group * G;
+        const int group_m = min(units_m - first_m, G), in_group = t % per_group;
+        m0 = ((first_m + in_group % group_m) * CM + rank) * BM;
         n0 = (in_group / group_m) * BN;
     };
 
     if (tid == 0) {
         for (int s = 0; s < kStages; s++) {
             kk_tma::mbar_init(&full[s], 1);
-            kk_tma::mbar_init(&empty[s], Sm90::kConsumers * 4); // one arrival per consumer warp
+            // one arrival per consumer warp (of both CTAs: either's producer
+            // overwrites the other's stage)
+            kk_tma::mbar_init(&empty[s], Sm90::kConsumers * 4 * CM);
         }
         kk_tma::mbar_init_fence();
     }
-    __syncthreads();
+    if constexpr (CLUSTER)
+        kk_tma::cluster_sync(); // the peer's barriers are initialized before it is signalled
+    else
+        __syncthreads();
 
-    // Persistent: the block takes tiles blockIdx.x, + gridDim.x, ...; stages
-    // and their phases run on across tiles (`it` counts k steps), so the
-    // producer loads the next tile while the consumers finish this one.
+    // Persistent: the block (cluster) takes units first, + stride, ...;
+    // stages and their phases run on across tiles (`it` counts k steps), so
+    // the producer loads the next tile while the consumers finish this one.
+    // Both CTAs of a cluster walk the same units and k steps in lockstep.
     if (wg == 0) { // producer: one thread issues every copy
         kk_tma::setmaxnreg_dec<Sm90::kProducerRegs>();
         if (tid == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            for (int t = first; t < units; t += stride) {
                 int m0, n0;
                 corner(t, m0, n0);
                 for (int kt = 0; kt < KT; kt++, it++) {
                     const int s = it % kStages;
-                    if (it >= kStages) kk_tma::mbar_wait(&empty[s], (it / kStages - 1) & 1);
-                    kk_tma::mbar_arrive_expect_tx(&full[s], (uint32_t)Sm90::kStageBytes);
                     T *a_tile = sA + s * BM * BK, *b_tile = sB + s * Sm90::kBRows * BK;
-                    kk_tma::tma_load_2d(a_tile, &tm_a, &full[s], kt * BK, m0);
-                    kk_tma::tma_load_2d(b_tile, &tm_b0, &full[s], kt * BK, n0);
-                    if (GLU) kk_tma::tma_load_2d(b_tile + BN * BK, &tm_b1, &full[s], kt * BK, n0);
+                    if constexpr (CLUSTER) {
+                        // both CTAs' consumers released the stage: this CTA's
+                        // half of b overwrites it in both
+                        if (it >= kStages)
+                            kk_tma::mbar_wait_cluster(&empty[s], (it / kStages - 1) & 1);
+                        // a tile, plus both b halves (this one's and the peer's)
+                        kk_tma::mbar_arrive_expect_tx(&full[s], (uint32_t)Sm90::kStageBytes);
+                        // The idle half of a last pair (tiles_m odd) loads its
+                        // peer's rows, and stores nothing.
+                        kk_tma::tma_load_2d(a_tile, &tm_a, &full[s], kt * BK,
+                                            m0 < p.M ? m0 : m0 - BM);
+                        // SwiGLU: rank 0 the gate rows, rank 1 the up rows;
+                        // else rows n0 + 128 rank (past N: n0's again, the
+                        // columns are never stored), keeping the box in range
+                        int nb = n0 + (GLU ? 0 : rank * Sm90::kBHalf);
+                        if (nb >= p.N) nb = n0;
+                        kk_tma::tma_load_2d_multicast(b_tile + rank * Sm90::kBHalf * BK,
+                                                      GLU && rank ? &tm_b1 : &tm_b0, &full[s],
+                                                      kt * BK, nb, (uint16_t)0x3);
+                    } else {
+                        if (it >= kStages) kk_tma::mbar_wait(&empty[s], (it / kStages - 1) & 1);
+                        kk_tma::mbar_arrive_expect_tx(&full[s], (uint32_t)Sm90::kStageBytes);
+                        kk_tma::tma_load_2d(a_tile, &tm_a, &full[s], kt * BK, m0);
+                        kk_tma::tma_load_2d(b_tile, &tm_b0, &full[s], kt * BK, n0);
+                        if (GLU)
+                            kk_tma::tma_load_2d(b_tile + BN * BK, &tm_b1, &full[s], kt * BK, n0);
+                    }
                 }
             }
         }
+        if constexpr (CLUSTER) kk_tma::cluster_sync(); // the consumers' one at exit
         return;
     }
 
@@ -107,10 +146,15 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
     const int g = lane >> 2, q = lane & 3;
     auto release = [&](int step) { // this warp is done with the stage of k step `step`
         __syncwarp();
-        if (lane == 0) kk_tma::mbar_arrive(&empty[step % kStages]);
+        if constexpr (CLUSTER) {
+            // both CTAs' producers write this stage (a half of b each)
+            if (lane < 2) kk_tma::mbar_arrive_cluster(kk_tma::mapa(&empty[step % kStages], lane));
+        } else {
+            if (lane == 0) kk_tma::mbar_arrive(&empty[step % kStages]);
+        }
     };
     int it = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (int t = first; t < units; t += stride) {
         int m0, n0;
         corner(t, m0, n0);
         float acc[2][64]; // non-SwiGLU: one m64n256 accumulator, acc[0] then acc[1]
@@ -157,7 +201,7 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
                 for (int r = 0; r < 2; r++) {
                     const int row = m0 + cw * 64 + warp * 16 + g + r * 8;
                     const int col = n0 + h * 128 + i * 8 + q * 2;
-                    if (row >= p.M || col >= p.N) continue;
+                    if (row >= p.M || col >= p.N) continue; // the idle half of a pair too
                     float v[2];
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
@@ -185,6 +229,8 @@ __global__ void __launch_bounds__(Sm90::kThreads, 1)
                     }
                 }
     }
+    // No CTA exits while its peer may still arrive on its barriers.
+    if constexpr (CLUSTER) kk_tma::cluster_sync();
 #endif
 }
 

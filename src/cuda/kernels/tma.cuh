@@ -90,4 +90,62 @@ template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+// Thread-block clusters (sm_90). The CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+// Every thread of every CTA in the cluster: arrive (release) then wait
+// (acquire), so barrier inits are seen before a peer signals them, and no CTA
+// exits while a peer may still write its shared memory. Not .aligned: warps
+// may arrive diverged.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// The shared::cluster address of `p` (a shared::cta address here) in the CTA
+// of rank `cta`.
+__device__ __forceinline__ uint32_t mapa(const void *p, uint32_t cta) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_u32(p)), "r"(cta));
+    return r;
+}
+
+// One arrival on a barrier at a shared::cluster address (mapa), released at
+// cluster scope: this thread's reads of the stage happen before the arrival.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t cluster_addr) {
+    asm volatile(
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_addr)
+        : "memory");
+}
+
+// mbar_wait with cluster-scope acquire: the arrivals it waits for may come
+// from the other CTAs of the cluster.
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t *bar, uint32_t parity) {
+    const uint32_t a = smem_u32(bar);
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// tma_load_2d into the same shared-memory offset (dst, and bar for the
+// bytes) of every CTA whose bit is set in cta_mask (sm_90a).
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tensor_map,
+                                                      uint64_t *bar, int c0, int c1,
+                                                      uint16_t cta_mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
+                 "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)),
+                 "h"(cta_mask)
+                 : "memory");
+}
+
 } // namespace kk_tma
