@@ -749,6 +749,26 @@ static void acc_times_magnitude(void **state) {
                      KK_ERR_INVALID_ARGUMENT);
 }
 
+/* The relative L2 limit with a magnitude: an output that cancels (ref 4e-3
+ * from terms of magnitude 35, the fuzzer's fp8_gemm M=N=1 K=55 case) with an
+ * error of the accumulation's size passes through acc * ||m||; without the
+ * magnitude it fails the L2 limit alone; ten times the bound fails. */
+static void l2_allows_the_accumulation_bound(void **state) {
+    (void)state;
+    const double ref[] = {3.8e-3}, mag[] = {35.0};
+    const double out[] = {3.8e-3 + 9.3e-6}, far[] = {3.8e-3 + 10 * 35.0 * 0x1p-11};
+    kk_tolerance tol = tolerance(1e-4, 1e-4, 1e-3, KK_CHECK_L2, 0);
+    tol.acc = 0x1p-11;
+    kk_check_result r;
+    kk_assert_ok(kk_check_output_scaled(out, KK_DTYPE_F64, ref, mag, 1, &tol, &r));
+    assert_true(r.rel_l2_err > tol.l2); /* the relative measure alone would fail it */
+    assert_true(r.pass);
+    kk_assert_ok(kk_check_output(out, KK_DTYPE_F64, ref, 1, &tol, &r));
+    assert_false(r.pass);
+    kk_assert_ok(kk_check_output_scaled(far, KK_DTYPE_F64, ref, mag, 1, &tol, &r));
+    assert_false(r.pass);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wrong_gemms_fail),
@@ -757,6 +777,7 @@ int main(void) {
         cmocka_unit_test(cancelling_swiglu_passes),
         cmocka_unit_test(wrong_linears_fail),
         cmocka_unit_test(acc_times_magnitude),
+        cmocka_unit_test(l2_allows_the_accumulation_bound),
         cmocka_unit_test(wrong_attentions_fail),
         cmocka_unit_test(wrong_gemvs_fail),
         cmocka_unit_test(metrics_by_hand),

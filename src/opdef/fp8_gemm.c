@@ -6,6 +6,8 @@
  * exactly decoded fp8 values. */
 #include "opdef/fp8_gemm.h"
 
+#include <math.h>
+
 #include "core/error.h"
 #include "opdef/opdef.h"
 
@@ -113,6 +115,32 @@ kk_status kk__fp8_gemm_reference(const kk_op_params *p, const double *const *in,
     return KK_OK;
 }
 
+/* The error scale of each output: m[m,n] = sum_k |w * a_mk * b_nk|, w the
+ * scales that multiply the term (per tensor, row or 128-block), what the
+ * accumulation's error is proportional to. */
+kk_status kk__fp8_gemm_magnitude(const kk_op_params *p, const double *const *in,
+                                 double *const *out) {
+    const int64_t M = p->i[KK__FP8_M], N = p->i[KK__FP8_N], K = p->i[KK__FP8_K];
+    const int64_t G = kk__fp8_groups(K), scaling = p->i[KK__FP8_SCALING];
+    const double *a = in[0], *b = in[1], *sa = in[2], *sb = in[3];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const double *am = a + m * K, *bn = b + n * K;
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                double w = sa[0] * sb[0];
+                if (scaling == KK__FP8_ROWWISE) w = sa[m] * sb[n];
+                if (scaling == KK__FP8_BLOCK) {
+                    const int64_t g = k / KK__FP8_GROUP;
+                    w = sa[m * G + g] * sb[(n / KK__FP8_GROUP) * G + g];
+                }
+                acc += fabs(w * am[k] * bn[k]);
+            }
+            out[0][m * N + n] = acc;
+        }
+    return KK_OK;
+}
+
 const kk_op kk__op_fp8_gemm = {
     .id = KK__OP_ID_fp8_gemm,
     .name = "fp8_gemm",
@@ -124,6 +152,7 @@ const kk_op kk__op_fp8_gemm = {
     .flops = kk__fp8_gemm_flops,
     .bytes = kk__fp8_gemm_bytes,
     .reference = kk__fp8_gemm_reference,
+    .magnitude = kk__fp8_gemm_magnitude,
     KK__FP8_GEMM_TOLERANCES,
     .grow_param = "M",
 };

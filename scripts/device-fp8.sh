@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# fp8_gemm on a lent H100, from an export (bash scripts/export-gpu-tree.sh;
+# cd .gpu-tree): build; tests/test_cuda_fp8_gemm; the float64-oracle checks on
+# fresh seeds (smoke+correctness, --fuzz 300); compute-sanitizer memcheck and
+# racecheck on the test binary (KK_TEST_QUICK=1: the shapes up to K = 1000);
+# the fp8_gemm suite beside torch._scaled_mm (per-tensor and row-wise, with and
+# without fast accumulation) in the same run, and KernelKit's non-promoting
+# kernel (KK_FP8_FAST_ACCUM=1). PART=checks (about 4 minutes) or PART=bench
+# runs half. Results in $OUT/fp8-<part>.tgz.
+set -uo pipefail
+out=${OUT:-/tmp/kk-out}
+part=${PART:-all}
+LOGS=/tmp/kk-fp8
+mkdir -p "$out" "$LOGS"
+trap 'tar czf "$out/fp8-$part.tgz" -C /tmp kk-fp8' EXIT
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
+ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
+[ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
+nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
+b=${BUILD:-build-fp8}
+echo "== build $(cat .commit 2>/dev/null)"
+cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
+  -DKK_GIT_COMMIT_OVERRIDE="$(cat .commit 2>/dev/null)" \
+  -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
+  -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
+  -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$ob" > "$LOGS/build.log" 2>&1 &&
+cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_fp8_gemm >> "$LOGS/build.log" 2>&1 ||
+  { grep -E "error" -A3 "$LOGS/build.log" | head -30; exit 1; }
+k=./$b/kernelkit
+
+if [ "$part" != bench ]; then
+  echo "== tests/test_cuda_fp8_gemm"
+  timeout 120 ./$b/tests/test_cuda_fp8_gemm > "$LOGS/test_cuda_fp8_gemm.txt" 2>&1
+  echo "exit $? $(grep -E 'PASSED|FAILED' "$LOGS/test_cuda_fp8_gemm.txt" | tr '\n' ' ')"
+  grep -E "^\s+(FAIL|ERROR)|\[  FAILED|fast accumulation|promoted" -A1 "$LOGS/test_cuda_fp8_gemm.txt" | head -16
+  echo "== float64-oracle checks, fresh seeds"
+  s=$RANDOM
+  timeout 60 $k check --op fp8_gemm --device cuda:0 --suite smoke,correctness --seed $s > "$LOGS/check.txt" 2>&1
+  echo "smoke+correctness seed $s: $(tail -1 "$LOGS/check.txt")"; grep -E "FAIL|SKIP" "$LOGS/check.txt" | head -3
+  s=$RANDOM
+  timeout 90 $k check --op fp8_gemm --device cuda:0 --fuzz 300 --seed $s > "$LOGS/fuzz.txt" 2>&1
+  echo "fuzz 300 seed $s: $(tail -1 "$LOGS/fuzz.txt")"; grep -E "FAIL" "$LOGS/fuzz.txt" | head -3
+  echo "== compute-sanitizer (KK_TEST_QUICK=1)"
+  for tool in memcheck racecheck; do
+    KK_TEST_QUICK=1 timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 \
+      ./$b/tests/test_cuda_fp8_gemm > "$LOGS/san-$tool-test.txt" 2>&1
+    echo "$tool test_cuda_fp8_gemm: exit $? $(tail -1 "$LOGS/san-$tool-test.txt")"
+  done
+fi
+
+if [ "$part" != checks ]; then
+  echo "== the fp8_gemm suite beside torch._scaled_mm"
+  $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1; tail -7 "$LOGS/calibrate.txt"
+  $k bench --device cuda:0 --suite bench/suites/fp8_gemm.json --time-budget ${BUDGET:-3} \
+    -o "$LOGS/fp8-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//'
+  (cd bench && timeout 300 python3 compare_torch_fp8.py suites/fp8_gemm.json /tmp/fp8-samples.json) \
+    > "$LOGS/torch-fp8.txt" 2>&1; grep -E "TFLOP|unavailable" "$LOGS/torch-fp8.txt" | head -40
+  $k bench --device cuda:0 --import /tmp/fp8-samples.json -o "$LOGS/fp8-torch.json" > /dev/null 2>&1
+  KK_FP8_FAST_ACCUM=1 $k bench --device cuda:0 --suite bench/suites/fp8_gemm.json --quick \
+    -o "$LOGS/fp8-fast.json" > "$LOGS/bench-fast.txt" 2>&1
+  grep median "$LOGS/bench-fast.txt" | sed 's/  CI \[[^]]*\]//' | sed 's/^/fast: /'
+  $k report "$LOGS/fp8-kernelkit.json" "$LOGS/fp8-torch.json" --output "$LOGS/fp8-report.md" > /dev/null 2>&1
+  grep -E "^\|" "$LOGS/fp8-report.md" | head -50
+fi
