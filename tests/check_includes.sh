@@ -14,6 +14,7 @@ declare -A may=(
   [cuda_off]="core opdef backend cuda cuda_off"
   [ops]="core opdef backend ops"
   [harness]="core opdef backend ops harness"
+  [model]="core opdef backend ops harness model"
   [cli]="cli"
 )
 # Known exceptions (docs/architecture.md says why each stays).

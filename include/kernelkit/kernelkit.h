@@ -1,7 +1,7 @@
 /* KernelKit: fast, proven-correct transformer kernels for NVIDIA GPUs with a
  * complete CPU fallback. This umbrella header is the library a user calls: ops,
  * tensors (DLPack included), memory, devices, configuration, status, logging,
- * .npy, quantization.
+ * .npy, quantization, models (config.json + safetensors).
  * The harness (checker, benchmarks, statistics, reports) is kernelkit/harness.h. */
 #ifndef KERNELKIT_H
 #define KERNELKIT_H
@@ -19,6 +19,7 @@
 #include "kernelkit/quant.h"
 #include "kernelkit/op.h"
 #include "kernelkit/ops.h"
+#include "kernelkit/model.h"
 
 #ifdef __cplusplus
 extern "C" {

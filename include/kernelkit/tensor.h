@@ -19,7 +19,9 @@
  *   - external: another library's, imported through DLPack
  *     (include/kernelkit/dlpack.h) and released through the producer's deleter
  *     when the last tensor using it is destroyed; such memory may be read-only
- *     (kk_tensor_is_read_only), and then every write to it is refused.
+ *     (kk_tensor_is_read_only), and then every write to it is refused. A
+ *     model's weights (kernelkit/model.h) are external too: a file mapped
+ *     read-only, unmapped when the last tensor using it is gone.
  *
  * Strides are in ELEMENTS, never bytes, and never negative (a zero stride
  * repeats an element; such a tensor cannot be a copy destination). The element

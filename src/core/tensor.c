@@ -259,7 +259,8 @@ int kk_tensor_is_read_only(const kk_tensor *t) { return t && t->storage && t->st
 kk_status kk__check_writable(const char *func, const char *argument, const kk_tensor *t) {
     if (!t->storage || !t->storage->read_only) return KK_OK;
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, argument,
-                         "a writable tensor (this memory was shared read-only through DLPack)",
+                         "a writable tensor (this memory is read-only: a DLPack tensor flagged so, "
+                         "or a model's weights)",
                          "read-only");
 }
 
