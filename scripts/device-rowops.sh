@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The row kernels' evidence (rmsnorm, layernorm, softmax, rope on CUDA) on a
-# lent GPU, from an export (scripts/export-gpu-tree.sh; cd .gpu-tree first):
+# The row kernels' evidence (rmsnorm, layernorm, softmax, rope and the fused
+# add_rmsnorm, rmsnorm_fp8, silu_mul, rope_kv_append on CUDA) on a lent GPU, from an export
+# (scripts/export-gpu-tree.sh; cd .gpu-tree first):
 #   PART=checks  build; the GPU tests; float64-oracle checks on fresh seeds
-#                (smoke, correctness, fuzz 500); compute-sanitizer memcheck
-#                and racecheck on tests/test_cuda_rowops
+#                (smoke, correctness, fuzz 500; the ops side by side on the
+#                one GPU, so the part stays within ~5 minutes on 16 cores);
+#                compute-sanitizer memcheck and racecheck on
+#                tests/test_cuda_rowops and tests/test_cuda_fused_rows
 #   PART=bench   build; calibrate --quick; the rowops suite beside PyTorch
 #                eager and torch.compile (imported with --import); the report
 #   PART=all     (default) both. Everything comes back in $OUT/rowops-<part>.tgz.
@@ -19,7 +22,7 @@ ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 [ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
 nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
 nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$LOGS/nvidia-smi-q.txt" 2>&1
-b=build-rowops
+b=${BUILD:-build-rowops}
 
 echo "== build ($(cat .commit 2>/dev/null))"
 cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
@@ -27,34 +30,45 @@ cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_AR
   -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
   -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
   -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$ob" > "$LOGS/build.log" 2>&1 &&
-cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_rowops test_cuda_op_run \
+cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_rowops test_cuda_fused_rows test_cuda_op_run \
   >> "$LOGS/build.log" 2>&1 || { grep -E "error" -A3 "$LOGS/build.log" | head -40; exit 1; }
 grep -iE "warning" "$LOGS/build.log" | head -5
 k=./$b/kernelkit
-ops="rmsnorm layernorm softmax rope"
+ops="rmsnorm layernorm softmax rope add_rmsnorm rmsnorm_fp8 silu_mul rope_kv_append"
 $k run --list > "$LOGS/run-list.txt" 2>&1
 
 if [ "$part" != bench ]; then
   echo "== GPU tests"
-  for t in test_cuda_rowops test_cuda_op_run; do
+  for t in test_cuda_rowops test_cuda_fused_rows test_cuda_op_run; do
     timeout 300 ./$b/tests/$t > "$LOGS/$t.txt" 2>&1
     echo "$t: exit $? $(grep -E 'PASSED|FAILED' "$LOGS/$t.txt" | tr '\n' ' ' | cut -c1-160)"
     grep -E "^\s+FAIL|\[  FAILED|FAIL " "$LOGS/$t.txt" | head -5
   done
-  echo "== float64-oracle checks, fresh seeds"
+  echo "== float64-oracle checks, fresh seeds (one job per op and kind, side by side)"
   for op in $ops; do
-    s=$RANDOM
-    timeout 150 $k check --op $op --device cuda:0 --suite smoke,correctness --seed $s > "$LOGS/check-$op.txt" 2>&1
-    echo "$op smoke+correctness seed $s: $(tail -1 "$LOGS/check-$op.txt")"; grep FAIL "$LOGS/check-$op.txt" | head -3
-    s=$RANDOM
-    timeout 150 $k check --op $op --device cuda:0 --fuzz 500 --seed $s > "$LOGS/fuzz-$op.txt" 2>&1
-    echo "$op fuzz 500 seed $s: $(tail -1 "$LOGS/fuzz-$op.txt")"; grep FAIL "$LOGS/fuzz-$op.txt" | head -3
+    s1=$RANDOM s2=$RANDOM
+    echo "$s1 $s2" > "$LOGS/seeds-$op.txt"
+    timeout 200 $k check --op $op --device cuda:0 --suite smoke,correctness --seed $s1 > "$LOGS/check-$op.txt" 2>&1 &
+    timeout 200 $k check --op $op --device cuda:0 --fuzz 500 --seed $s2 > "$LOGS/fuzz-$op.txt" 2>&1 &
   done
-  echo "== compute-sanitizer (quick variant of the test)"
-  for tool in memcheck racecheck; do
-    KK_TEST_QUICK=1 timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 ./$b/tests/test_cuda_rowops \
-      > "$LOGS/san-$tool-test_cuda_rowops.txt" 2>&1
-    echo "$tool test_cuda_rowops: exit $? $(tail -1 "$LOGS/san-$tool-test_cuda_rowops.txt")"
+  wait
+  for op in $ops; do
+    read -r s1 s2 < "$LOGS/seeds-$op.txt"
+    echo "$op smoke+correctness seed $s1: $(tail -1 "$LOGS/check-$op.txt")"; grep FAIL "$LOGS/check-$op.txt" | head -3
+    echo "$op fuzz 500 seed $s2: $(tail -1 "$LOGS/fuzz-$op.txt")"; grep FAIL "$LOGS/fuzz-$op.txt" | head -3
+  done
+  echo "== compute-sanitizer (quick variant of the tests, side by side)"
+  for t in test_cuda_rowops test_cuda_fused_rows; do
+    for tool in memcheck racecheck; do
+      KK_TEST_QUICK=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 ./$b/tests/$t \
+        > "$LOGS/san-$tool-$t.txt" 2>&1 &
+    done
+  done
+  wait
+  for t in test_cuda_rowops test_cuda_fused_rows; do
+    for tool in memcheck racecheck; do
+      echo "$tool $t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/san-$tool-$t.txt" | tail -1) $(tail -1 "$LOGS/san-$tool-$t.txt")"
+    done
   done
 fi
 

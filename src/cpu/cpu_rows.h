@@ -59,12 +59,23 @@ static inline float kk__f16_f32(uint16_t h) {
 }
 
 /* Sum of squares of a chunk in f32 (vectorized). rmsnorm and the fused norms
- * all sum a row with it, chunk by chunk, so they agree bit for bit. */
+ * all sum a row with it, chunk by chunk, so they agree bit for bit. The order
+ * is spelled out rather than left to `omp simd reduction` (whose lanes and
+ * final shuffle differ per instruction set): 16 lanes, lane l summing
+ * v[l], v[l + 16], ... in turn from 0, then halved 8, 4, 2, 1 (lane[l] +=
+ * lane[l + w]). Any vector width computes the same bits, and the CUDA
+ * rmsnorm_fp8 kernel repeats them (its codes and scales are the CPU's). */
+#define KK__SUMSQ_LANES 16
 static inline __attribute__((always_inline)) float kk__chunk_sum_squares(const float *v, int m) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < m; i++) s += v[i] * v[i];
-    return s;
+    float lane[KK__SUMSQ_LANES] = {0};
+    int i = 0;
+    for (; i + KK__SUMSQ_LANES <= m; i += KK__SUMSQ_LANES)
+#pragma omp simd
+        for (int l = 0; l < KK__SUMSQ_LANES; l++) lane[l] += v[i + l] * v[i + l];
+    for (int l = 0; i + l < m; l++) lane[l] += v[i + l] * v[i + l];
+    for (int w = KK__SUMSQ_LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    return lane[0];
 }
 
 /* Chunk length at `at` of a row of n elements. */

@@ -4,11 +4,14 @@
 // CPU twin's table, the same bits up to the f64 libraries' last ulp), into
 // shared memory, then every head and batch row of those positions reads it:
 // 16-byte vectors where the row allows, one element at a time otherwise.
+// With per-token positions (pos [B, S]) the tiles run over (batch, position)
+// tokens instead of positions; Llama-3 scaling changes only inv_freq.
 #include <cuda_runtime.h>
 
 #include <math.h>
 #include <stdint.h>
 
+#include "cuda/kernels/rope_freq.cuh"
 #include "cuda/kernels/rows.cuh"
 #include "cuda/cuda_kernels.h"
 extern "C" {
@@ -24,12 +27,14 @@ constexpr int kThreads = 256;
 struct RopeArgs {
     const void *x;
     void *y;
+    const int32_t *pos; // per-token positions [B, S] (row stride ps), or NULL
     int64_t B, H, S, R, half;
-    int64_t xs0, xs1, xs2, ys0, ys1, ys2;
+    int64_t xs0, xs1, xs2, ys0, ys1, ys2, ps;
     int64_t offset;
-    double theta;
-    int P;          // positions per tile
-    int jrot, jrow; // jobs per row: rotations, and rotations + copies
+    int64_t T, Bj;      // tokens tiled (S, or B S with pos) and batches walked per token (B, or 1)
+    kk_rope::Freq freq; // theta, rotary dim, Llama-3 scaling
+    int P;              // tokens per tile
+    int jrot, jrow;     // jobs per row: rotations, and rotations + copies
 };
 
 // n elements at p into f: one 16-byte access when VEC (n == 16 bytes).
@@ -112,8 +117,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
     double *inv_freq = smem;                            // [half]
     float *cs = reinterpret_cast<float *>(smem + half); // [P][half]
     float *sn = cs + a.P * half;                        // [P][half]
-    for (int i = tid; i < half; i += kThreads)
-        inv_freq[i] = pow(a.theta, -2.0 * (double)i / (double)a.R);
+    for (int i = tid; i < half; i += kThreads) inv_freq[i] = kk_rope::inv_freq(a.freq, i);
     // This thread's first job (q, h, b) and the step between its jobs, the
     // same for every position: jobs run q fastest, then h, then b. The
     // gridDim.y blocks of a tile share its jobs (decode: one position, many
@@ -122,26 +126,30 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
     const int q0 = (int)(j0 % a.jrow), sq = (int)(step % a.jrow);
     const int64_t r0 = j0 / a.jrow, sr = step / a.jrow;
     const int64_t h0 = r0 % a.H, b0 = r0 / a.H, sh = sr % a.H, sb = sr / a.H;
-    const int64_t tiles = (a.S + a.P - 1) / a.P;
+    const int64_t tiles = (a.T + a.P - 1) / a.P;
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int64_t s0 = tile * a.P;
-        const int ph = (int)(a.S - s0 < a.P ? a.S - s0 : a.P);
+        const int ph = (int)(a.T - s0 < a.P ? a.T - s0 : a.P);
         __syncthreads(); // inv_freq written; the last tile's table read
         for (int k = tid; k < ph * half; k += kThreads) {
             const int p = k / half, i = k - p * half;
             double sd, cd;
-            sincos((double)(a.offset + s0 + p) * inv_freq[i], &sd, &cd);
+            const int64_t tok = s0 + p;
+            const double at =
+                a.pos ? (double)a.pos[tok / a.S * a.ps + tok % a.S] : (double)(a.offset + tok);
+            sincos(at * inv_freq[i], &sd, &cd);
             cs[k] = (float)cd;
             sn[k] = (float)sd;
         }
         __syncthreads();
         for (int p = 0; p < ph; p++) {
-            const int64_t s = s0 + p;
-            const T *xs = static_cast<const T *>(a.x) + s * a.xs2;
-            T *ys = static_cast<T *>(a.y) + s * a.ys2;
+            // token s0 + p: position s (plain), or (batch, s) with pos
+            const int64_t tok = s0 + p, s = a.pos ? tok % a.S : tok, bt = a.pos ? tok / a.S : 0;
+            const T *xs = static_cast<const T *>(a.x) + s * a.xs2 + bt * a.xs0;
+            T *ys = static_cast<T *>(a.y) + s * a.ys2 + bt * a.ys0;
             int q = q0;
             int64_t h = h0, b = b0;
-            while (b < a.B) {
+            while (b < a.Bj) {
                 job<DT, GPTJ, VEC>(a, xs + b * a.xs0 + h * a.xs1, ys + b * a.ys0 + h * a.ys1, q,
                                    cs + p * half, sn + p * half);
                 q += sq;
@@ -162,12 +170,12 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
 
 template <int DT, bool GPTJ, bool VEC>
 kk_status go(const RopeArgs &a, size_t smem, cudaStream_t s) {
-    const int64_t tiles = (a.S + a.P - 1) / a.P;
+    const int64_t tiles = (a.T + a.P - 1) / a.P;
     const int64_t resident = (int64_t)kk_cuda::sm_count() * (2048 / kThreads);
     const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
     // A tile's jobs split over blocks when the tiles alone leave SMs idle:
     // about 1024 jobs a block, at most what the device holds at once.
-    const int64_t jobs = (int64_t)a.P * a.B * a.H * a.jrow;
+    const int64_t jobs = (int64_t)a.P * a.Bj * a.H * a.jrow;
     int64_t split = (jobs + 1023) / 1024, room = resident / (int64_t)grid;
     split = split > room ? room : split;
     split = split < 1 ? 1 : split > 65535 ? 65535 : split;
@@ -184,22 +192,24 @@ kk_status go_dtype(const RopeArgs &a, bool gptj, bool vec, size_t smem, cudaStre
 } // namespace
 
 extern "C" kk_status kk__rope_cuda(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
-    // Declined before anything is enqueued (and before t[1] is taken for y),
-    // so kk_op_run runs these on the CPU.
-    if (p->i[KK__ROPE_POSITIONS] || p->i[KK__ROPE_SCALING] != KK__ROPE_SCALING_NONE)
-        return kk__error(KK_ERR_UNSUPPORTED, "rope",
-                         "the cuda kernel takes neither per-token positions nor llama3 scaling "
-                         "yet (positions=%d, scaling=%s: they run on the CPU)",
-                         (int)p->i[KK__ROPE_POSITIONS],
-                         p->i[KK__ROPE_SCALING] == KK__ROPE_SCALING_LLAMA3 ? "llama3" : "none");
     const kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype dt = (kk_dtype)p->i[KK__ROPE_DTYPE];
     const bool gptj = p->i[KK__ROPE_STYLE] == KK__ROPE_GPTJ;
     const int64_t V = dt == KK_DTYPE_F32 ? 4 : 8, D = p->i[KK__ROPE_D];
+    // tensors: x, pos (positions=1), y
+    const int has_pos = p->i[KK__ROPE_POSITIONS] != 0;
+    kk_tensor *const yt = t[has_pos ? 2 : 1];
     RopeArgs a;
     a.x = t[0]->data;
-    a.y = t[1]->data;
+    a.y = yt->data;
+    a.pos = has_pos ? static_cast<const int32_t *>(t[1]->data) : nullptr;
+    a.ps = has_pos && t[1]->shape[0] > 1 ? t[1]->strides[0] : p->i[KK__ROPE_S];
+    a.freq.llama3 = p->i[KK__ROPE_SCALING] == KK__ROPE_SCALING_LLAMA3;
+    a.freq.factor = p->f[KK__ROPE_FACTOR];
+    a.freq.low = p->f[KK__ROPE_LOW];
+    a.freq.high = p->f[KK__ROPE_HIGH];
+    a.freq.old = (double)p->i[KK__ROPE_OLD_LEN];
     a.B = p->i[KK__ROPE_B];
     a.H = p->i[KK__ROPE_H];
     a.S = p->i[KK__ROPE_S];
@@ -209,7 +219,7 @@ extern "C" kk_status kk__rope_cuda(const kk_op_params *p, kk_tensor *const *t, k
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "rope", "rotary_dim",
                              "an even number in 2..D, D <= 1024", "%lld", (long long)a.R);
     // a stride matters only along a dimension longer than 1
-    const int64_t *xs = t[0]->strides, *ys = t[1]->strides;
+    const int64_t *xs = t[0]->strides, *ys = yt->strides;
     a.xs0 = xs[0], a.xs1 = xs[1], a.xs2 = xs[2];
     a.ys0 = ys[0], a.ys1 = ys[1], a.ys2 = ys[2];
     bool vec =
@@ -221,14 +231,18 @@ extern "C" kk_status kk__rope_cuda(const kk_op_params *p, kk_tensor *const *t, k
     a.jrot = (int)((gptj ? a.R : a.half) / U);
     a.jrow = a.jrot + (int)((D - a.R) / C);
     a.offset = p->i[KK__ROPE_OFFSET];
-    a.theta = p->f[KK__ROPE_THETA];
-    // Positions per tile: about 1024 jobs a tile (4 a thread), the table at
+    a.freq.theta = p->f[KK__ROPE_THETA];
+    a.freq.R = a.R;
+    // Tokens: positions s, each for every batch; with pos, (b, s) pairs.
+    a.T = has_pos ? a.B * a.S : a.S;
+    a.Bj = has_pos ? 1 : a.B;
+    // Tokens per tile: about 1024 jobs a tile (4 a thread), the table at
     // most 32 KiB (P R floats).
-    const int64_t per_pos = a.B * a.H * a.jrow;
+    const int64_t per_pos = a.Bj * a.H * a.jrow;
     int64_t P = (1024 + per_pos - 1) / per_pos;
     const int64_t pmax = 8192 / a.R < 32 ? 8192 / a.R : 32;
     P = P > pmax ? pmax : P;
-    P = P > a.S ? a.S : P;
+    P = P > a.T ? a.T : P;
     a.P = (int)(P < 1 ? 1 : P);
     const size_t smem = (size_t)a.half * sizeof(double) + (size_t)a.P * (size_t)a.R * sizeof(float);
     cudaStream_t s = static_cast<cudaStream_t>(stream);

@@ -225,7 +225,9 @@ struct RowArgs {
     int64_t rows, n, xs, ys;
     double eps;
     float scale;
-    int vec; // 16-byte vectors: n, xs, ys multiples of V, pointers aligned
+    int vec;    // 16-byte vectors: n, xs, ys multiples of V, pointers aligned
+    int causal; // softmax: row r sees keys [0, visible(r)) (kk__softmax_visible)
+    int64_t sq; // softmax with causal: queries per matrix
 };
 
 inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -266,6 +268,8 @@ inline RowArgs row_args(const kk_op_params *p, kk_tensor *const *t, int ntensors
     a.ys = a.rows > 1 ? y->strides[0] : a.n;
     a.eps = 0.0;
     a.scale = 1.0f;
+    a.causal = 0;
+    a.sq = 1;
     a.vec = a.n % V == 0 && a.xs % V == 0 && a.ys % V == 0 && aligned16(a.x) && aligned16(a.y) &&
             (!a.w || aligned16(a.w)) && (!a.b || aligned16(a.b));
     (void)p;
@@ -288,8 +292,9 @@ inline kk_status launch_status(const char *op, int64_t grid, int threads) {
 //       template <int DT, int G, int VPT> static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT>;
 //       template <int DT> static constexpr auto Long = &rmsnorm_long<DT>;
 //   };
-template <class Op, int DT, int G, int VPT>
-kk_status launch_shape(const RowArgs &a, cudaStream_t s) {
+// A: RowArgs, or an op's own arguments with rows and n (add_rmsnorm's).
+template <class Op, int DT, int G, int VPT, class A>
+kk_status launch_shape(const A &a, cudaStream_t s) {
     constexpr auto kernel = Op::template Rows<DT, G, VPT>;
     constexpr int threads = Group<G>::kThreads, rpb = Group<G>::kRowsPerBlock;
     const unsigned grid = grid_for<kernel>((a.rows + rpb - 1) / rpb, threads);
@@ -297,14 +302,14 @@ kk_status launch_shape(const RowArgs &a, cudaStream_t s) {
     return launch_status(Op::kName, grid, threads);
 }
 
-template <class Op, int DT> kk_status launch_long(const RowArgs &a, cudaStream_t s) {
+template <class Op, int DT, class A> kk_status launch_long(const A &a, cudaStream_t s) {
     constexpr auto kernel = Op::template Long<DT>;
     const unsigned grid = grid_for<kernel>(a.rows, 1024);
     kernel<<<grid, 1024, 0, s>>>(a);
     return launch_status(Op::kName, grid, 1024);
 }
 
-template <class Op, int DT> kk_status launch_dtype(const RowArgs &a, cudaStream_t s) {
+template <class Op, int DT, class A> kk_status launch_dtype(const A &a, cudaStream_t s) {
     constexpr int V = Elem<DT>::kVec;
     const Shape sh = choose_shape((a.n + V - 1) / V, V);
     switch (sh.g * 8 + sh.vpt) {
@@ -322,7 +327,7 @@ template <class Op, int DT> kk_status launch_dtype(const RowArgs &a, cudaStream_
     }
 }
 
-template <class Op> kk_status launch_rows(const RowArgs &a, kk_dtype dt, cudaStream_t s) {
+template <class Op, class A> kk_status launch_rows(const A &a, kk_dtype dt, cudaStream_t s) {
     if (dt == KK_DTYPE_F32) return launch_dtype<Op, kF32>(a, s);
     if (dt == KK_DTYPE_F16) return launch_dtype<Op, kF16>(a, s);
     return launch_dtype<Op, kBF16>(a, s);

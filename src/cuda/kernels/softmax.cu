@@ -4,6 +4,8 @@
 // division per row. One read of x and one write of y up to 16384 elements
 // (the exponentials wait in registers); longer rows re-read x (three passes).
 // The sum runs per thread, then as a butterfly: another order than the CPU's.
+// causal=1 (kk_softmax_masked): keys past a row's visible count are left out
+// of the max and the sum and written as 0 (bytes unchanged).
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -40,6 +42,19 @@ __device__ __forceinline__ float exp_nonpositive(float t) {
     return __uint_as_float((nan & u) | (~nan & __float_as_uint(__fmul_rn(er, two_k))));
 }
 
+// Keys row r sees (kk__softmax_visible): all n, or with the causal mask
+// r % sq + n - sq + 1 clamped to [0, n]; the others are written as 0.
+__device__ __forceinline__ int64_t visible(const RowArgs &a, int64_t r) {
+    if (!a.causal) return a.n;
+    const int64_t v = r % a.sq + a.n - a.sq + 1;
+    return v < 0 ? 0 : v > a.n ? a.n : v;
+}
+
+// 1 / sum, or 0 for a row that sees no key (all zeros, as the CPU's).
+__device__ __forceinline__ float inv_sum(float s, int64_t vis) {
+    return vis > 0 ? (float)(1.0 / (double)s) : 0.0f;
+}
+
 __device__ __forceinline__ float e_of(float x, float m, float scale) {
     return exp_nonpositive(__fmul_rn(__fsub_rn(x, m), scale));
 }
@@ -60,6 +75,13 @@ __global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) 
 #pragma unroll
         for (int k = 0; k < VPT; k++)
             load<DT>(xr, (int64_t)(k * G + t) * V, a.n, a.vec, v[k], -INFINITY);
+        const int vis = (int)visible(a, r);
+        if (vis < n) // masked keys: -inf as past n
+#pragma unroll
+            for (int k = 0; k < VPT; k++)
+#pragma unroll
+                for (int j = 0; j < V; j++)
+                    if ((k * G + t) * V + j >= vis) v[k][j] = -INFINITY;
         uint32_t km = 0;
 #pragma unroll
         for (int k = 0; k < VPT; k++)
@@ -71,11 +93,11 @@ __global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) 
         for (int k = 0; k < VPT; k++)
 #pragma unroll
             for (int j = 0; j < V; j++) {
-                const bool in = (k * G + t) * V + j < n;
+                const bool in = (k * G + t) * V + j < vis;
                 v[k][j] = in ? e_of(v[k][j], m, a.scale) : 0.0f;
                 s = __fadd_rn(s, v[k][j]);
             }
-        const float inv = (float)(1.0 / (double)group_sum<G>(s, red));
+        const float inv = inv_sum(group_sum<G>(s, red), vis);
 #pragma unroll
         for (int k = 0; k < VPT; k++) {
             const int64_t i = (int64_t)(k * G + t) * V;
@@ -99,12 +121,14 @@ template <int DT> __global__ void __launch_bounds__(1024) softmax_long(RowArgs a
     for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
         const T *xr = static_cast<const T *>(a.x) + r * a.xs;
         T *yr = static_cast<T *>(a.y) + r * a.ys;
+        const int64_t vis = visible(a, r);
         uint32_t km = 0;
         for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
             float v[V];
             load<DT>(xr, i, a.n, a.vec, v, -INFINITY);
 #pragma unroll
-            for (int j = 0; j < V; j++) km = max(km, float_key(v[j]));
+            for (int j = 0; j < V; j++)
+                if (i + j < vis) km = max(km, float_key(v[j]));
         }
         const float m = key_float(group_max<G>(km, redk));
         double acc = 0.0;
@@ -114,15 +138,16 @@ template <int DT> __global__ void __launch_bounds__(1024) softmax_long(RowArgs a
             float s = 0.0f;
 #pragma unroll
             for (int j = 0; j < V; j++)
-                if (i + j < a.n) s = __fadd_rn(s, e_of(v[j], m, a.scale));
+                if (i + j < vis) s = __fadd_rn(s, e_of(v[j], m, a.scale));
             acc += s;
         }
-        const float inv = (float)(1.0 / (double)group_sum<G>((float)acc, red));
+        const float inv = inv_sum(group_sum<G>((float)acc, red), vis);
         for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
             float v[V];
             load<DT>(xr, i, a.n, a.vec, v, 0.0f);
 #pragma unroll
-            for (int j = 0; j < V; j++) v[j] = __fmul_rn(e_of(v[j], m, a.scale), inv);
+            for (int j = 0; j < V; j++)
+                v[j] = i + j < vis ? __fmul_rn(e_of(v[j], m, a.scale), inv) : 0.0f;
             store<DT>(yr, i, a.n, a.vec, v);
         }
     }
@@ -138,15 +163,13 @@ struct Kernels {
 
 extern "C" kk_status kk__softmax_cuda(const kk_op_params *p, kk_tensor *const *t,
                                       kk_stream stream) {
-    // Declined before anything is enqueued, so kk_op_run runs it on the CPU.
-    if (p->i[KK__SMX_CAUSAL])
-        return kk__error(KK_ERR_UNSUPPORTED, "softmax",
-                         "the cuda kernel has no causal mask yet (causal=1 runs on the CPU)");
     const kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype dt = (kk_dtype)p->i[KK__SMX_DTYPE];
     RowArgs a = row_args(p, t, 2, 0, dt == KK_DTYPE_F32 ? 4 : 8);
     a.scale = (float)p->f[KK__SMX_SCALE];
+    a.causal = p->i[KK__SMX_CAUSAL] != 0;
+    a.sq = p->i[KK__SMX_SQ] ? p->i[KK__SMX_SQ] : a.rows;
     return launch_rows<Kernels>(a, dt, static_cast<cudaStream_t>(stream));
 }
 
