@@ -2,12 +2,14 @@
 /* fp8_gemm on CUDA through the checker (fresh seeded inputs, outputs poisoned,
  * the float64 reference): every scaling mode (tensor, rowwise, block), bf16
  * and (last, its own test) f32 out, odd M and N, K = 1000 (rows padded to 16
- * bytes) and 4096,
- * e5m2 x e4m3 and e4m3 x e5m2; the non-promoting kernel's error at K = 4096
- * printed beside the promoting one's; wrong CUDA kernels FAIL. Exits 77
+ * bytes) and 4096; 1 to 9 stages of 128 K per tile (the promotion's
+ * ping-pong, f32 out) and blocks taking two tiles; e5m2 x e4m3 and e4m3 x
+ * e5m2; the non-promoting kernel's error at K = 4096 printed beside the
+ * promoting one's; wrong CUDA kernels FAIL. Exits 77
  * without a GPU, and without compute capability 9.0 (the slot declines: the
  * checker would answer SKIP). KK_TEST_QUICK=1 (under compute-sanitizer) keeps
- * the shapes up to K = 1000 and skips the K = 16384 measurement. */
+ * the shapes up to K = 1000, the stage counts but the two 170-tile ones, and
+ * skips the K = 16384 measurement. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -80,6 +82,28 @@ static void every_scaling_bf16_passes(void **state) {
 static void every_scaling_f32_passes(void **state) {
     (void)state;
     run_shapes("f32", 1100);
+}
+
+/* The promotion's ping-pong by its number of 128-K stages per tile: 1 (no
+ * pair), 2 and 3 (the first pair, then none or one stage alone), 4 and 5 (one
+ * turn of the pair loop, then none or one), 7 and 9 with K not a multiple of
+ * 128; last, 170 tiles on at most 132 blocks with an odd number of stages, so
+ * blocks take a second tile with the stages' phases running on. f32 out,
+ * where a stage lost or added shows most. */
+static void stage_counts_pass(void **state) {
+    (void)state;
+    static const char *const stages[] = {
+        "M=130 N=135 K=128", "M=130 N=135 K=256",   "M=130 N=135 K=384",
+        "M=65 N=257 K=512",  "M=65 N=257 K=640",    "M=33 N=129 K=800",
+        "M=33 N=129 K=1104", "M=2049 N=1153 K=384", "M=2049 N=1153 K=560",
+    };
+    const size_t n = sizeof stages / sizeof stages[0] - (quick() ? 2 : 0);
+    for (size_t m = 0; m < 3; m++)
+        for (size_t s = 0; s < n; s++) {
+            char text[160];
+            snprintf(text, sizeof text, "%s scaling=%s c_dtype=f32", stages[s], scalings[m]);
+            expect(fp8_op(), text, 1500 + 100 * m + s, KK_CASE_PASS);
+        }
 }
 
 static void e5m2_operands_pass(void **state) {
@@ -165,8 +189,11 @@ static int not_hopper(void) {
 int main(void) {
     if (kk_test_no_gpu() || not_hopper()) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_scaling_bf16_passes),  cmocka_unit_test(e5m2_operands_pass),
-        cmocka_unit_test(fast_accumulation_measured), cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(every_scaling_bf16_passes),
+        cmocka_unit_test(stage_counts_pass),
+        cmocka_unit_test(e5m2_operands_pass),
+        cmocka_unit_test(fast_accumulation_measured),
+        cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(every_scaling_f32_passes), /* last: see its comment */
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

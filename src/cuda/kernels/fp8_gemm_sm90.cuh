@@ -5,7 +5,8 @@
 // wgmma m64nNk32 on e4m3/e5m2. Promoting kernels (kPromote, BN = 128) sum each
 // stage into a register set of its own and add it, times the block scales
 // (1 for tensor and row-wise), into the f32 accumulator: wgmma's FP8
-// accumulation is not full f32. The fast kernel (BN = 256, tensor and
+// accumulation is not full f32. Two sets alternate, so one is added while the
+// next stage's wgmmas run. The fast kernel (BN = 256, tensor and
 // row-wise only) accumulates across K in wgmma. Scales per tensor and per row
 // are applied in the epilogue. docs/kernels/fp8_gemm.md.
 #pragma once
@@ -148,35 +149,96 @@ __global__ void __launch_bounds__(Tile<kPromote>::kThreads, 1)
         float acc[BN / 2];
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
-        for (int kt = 0; kt < KT; kt++, it++) {
-            const int s = it % kStages;
-            kk_tma::mbar_wait(&full[s], (it / kStages) & 1);
-            const uint8_t *a_tile = sA + s * BM * BK + cw * 64 * BK, *b_tile = sB + s * BN * BK;
-            if constexpr (kPromote) {
-                float part[BN / 2];
-                kk_wgmma::wgmma_fence();
+        if constexpr (kPromote) {
+            // Ping-pong: two partial sets, one promoted (f32 FMAs) while the
+            // other's wgmmas run. `issue` starts stage kt into `part` (scale_d
+            // 0 on its first k32: no zeroing) and reads its block weights,
+            // after `ready` saw the stage's bytes land; `done` follows the
+            // wait that completed the set's group: the stage goes back to the
+            // producer. Stages go in pairs (part0, part1); part1's group
+            // crosses the loop's back edge and is waited for with wait_group
+            // 0 at the top of the body, since ptxas serializes every wgmma
+            // (C7514) when registers of a group from an earlier iteration are
+            // read after wait_group 1, and would sink part0's FMAs below a
+            // wait_group 0 in the same block. docs/kernels/fp8_gemm.md,
+            // "Version 2".
+            float part0[BN / 2], part1[BN / 2], w0[2], w1[2];
+            auto ready = [&](int kt) { // stage kt's bytes have landed
+                const int step = it + kt;
+                kk_tma::mbar_wait(&full[step % kStages], (step / kStages) & 1);
+            };
+            auto issue = [&](float(&part)[BN / 2], float(&w)[2], int kt) {
+                const int s = (it + kt) % kStages;
+                const uint8_t *a_tile = sA + s * BM * BK + cw * 64 * BK, *b_tile = sB + s * BN * BK;
+                kk_wgmma::wgmma_fence(); // after the FMAs' reads of `part`
 #pragma unroll
-                for (int ks = 0; ks < BK / 32; ks++) // scale_d 0 first: part starts at zero
+                for (int ks = 0; ks < BK / 32; ks++)
                     W::ss(part, desc_sw128(a_tile + ks * 32), desc_sw128(b_tile + ks * 32), ks > 0);
                 kk_wgmma::wgmma_commit();
-                // the stage's weights, read while the tensor cores run
-                float w0 = 1.0f, w1 = 1.0f;
+                w[0] = w[1] = 1.0f; // tensor and row-wise: scaled in the epilogue
                 if (block) {
                     const float wb = p.sb[(long long)(n0 / 128) * p.G + kt];
-                    w0 = row0 < p.M ? p.sa[(long long)row0 * p.G + kt] * wb : 0.0f;
-                    w1 = row1 < p.M ? p.sa[(long long)row1 * p.G + kt] * wb : 0.0f;
+                    w[0] = row0 < p.M ? p.sa[(long long)row0 * p.G + kt] * wb : 0.0f;
+                    w[1] = row1 < p.M ? p.sa[(long long)row1 * p.G + kt] * wb : 0.0f;
                 }
-                kk_wgmma::wgmma_wait<0>();
+            };
+            auto done = [&](float(&part)[BN / 2], int kt) {
                 fence_regs(part);
-                release(it);
+                release(it + kt);
+            };
+            auto promote = [&](const float(&part)[BN / 2], const float(&w)[2]) {
 #pragma unroll
                 for (int i = 0; i < BN / 8; i++) {
-                    acc[4 * i + 0] = fmaf(w0, part[4 * i + 0], acc[4 * i + 0]);
-                    acc[4 * i + 1] = fmaf(w0, part[4 * i + 1], acc[4 * i + 1]);
-                    acc[4 * i + 2] = fmaf(w1, part[4 * i + 2], acc[4 * i + 2]);
-                    acc[4 * i + 3] = fmaf(w1, part[4 * i + 3], acc[4 * i + 3]);
+                    acc[4 * i + 0] = fmaf(w[0], part[4 * i + 0], acc[4 * i + 0]);
+                    acc[4 * i + 1] = fmaf(w[0], part[4 * i + 1], acc[4 * i + 1]);
+                    acc[4 * i + 2] = fmaf(w[1], part[4 * i + 2], acc[4 * i + 2]);
+                    acc[4 * i + 3] = fmaf(w[1], part[4 * i + 3], acc[4 * i + 3]);
                 }
+            };
+            ready(0);
+            issue(part0, w0, 0);
+            if (KT == 1) {
+                kk_wgmma::wgmma_wait<0>();
+                done(part0, 0);
+                promote(part0, w0);
             } else {
+                ready(1);
+                issue(part1, w1, 1);
+                kk_wgmma::wgmma_wait<1>(); // stage 0 done, stage 1 runs on
+                done(part0, 0);
+                promote(part0, w0);
+                int kt = 2;
+                for (; kt + 1 < KT; kt += 2) { // part1 holds stage kt - 1, in flight
+                    ready(kt);
+                    kk_wgmma::wgmma_wait<0>();
+                    done(part1, kt - 1);
+                    issue(part0, w0, kt);
+                    promote(part1, w1);
+                    ready(kt + 1);
+                    issue(part1, w1, kt + 1);
+                    kk_wgmma::wgmma_wait<1>();
+                    done(part0, kt);
+                    promote(part0, w0);
+                }
+                if (kt < KT) ready(kt);
+                kk_wgmma::wgmma_wait<0>();
+                done(part1, kt - 1);
+                if (kt < KT) { // an odd number of stages: the last one alone
+                    issue(part0, w0, kt);
+                    promote(part1, w1);
+                    kk_wgmma::wgmma_wait<0>();
+                    done(part0, kt);
+                    promote(part0, w0);
+                } else {
+                    promote(part1, w1);
+                }
+            }
+            it += KT;
+        } else {
+            for (int kt = 0; kt < KT; kt++, it++) {
+                const int s = it % kStages;
+                kk_tma::mbar_wait(&full[s], (it / kStages) & 1);
+                const uint8_t *a_tile = sA + s * BM * BK + cw * 64 * BK, *b_tile = sB + s * BN * BK;
                 kk_wgmma::wgmma_fence();
 #pragma unroll
                 for (int ks = 0; ks < BK / 32; ks++)
@@ -186,8 +248,6 @@ __global__ void __launch_bounds__(Tile<kPromote>::kThreads, 1)
                 kk_wgmma::wgmma_wait<1>();
                 if (kt > 0) release(it - 1);
             }
-        }
-        if constexpr (!kPromote) {
             kk_wgmma::wgmma_wait<0>();
             fence_regs(acc);
             release(it - 1); // K >= 1, so KT >= 1
