@@ -11,6 +11,9 @@ on the same shapes and dtype:
   torch_swiglu_compile   the same under torch.compile
   torch_mm               torch.mm(a, b^T) for gemm cases (cuBLAS)
 
+f32 cases are timed twice, with torch.backends.cuda.matmul.allow_tf32 on (the impl name
+ends in _tf32: KernelKit's KK_TF32=1) and off (_ieee: KK_TF32=0, exact FMA).
+
 as `kernelkit bench --cold` times KernelKit (bench/anchor_timing.py), and writes the raw
 samples for `kernelkit bench --import`. Runs on the GPU machine only:
 
@@ -66,12 +69,17 @@ def main(suite_path, out_path):
                     if act.startswith("gelu") and b is not None:
                         runs["torch_addmm_gelu"] = lambda: torch._addmm_activation(
                             b, x, w.t(), use_gelu=True)
+            modes = [("_tf32", True), ("_ieee", False)] if dt == torch.float32 else [("", None)]
             for impl, fn in runs.items():
-                samples = timer.time(fn)
-                out.add(f"anchor/{impl}/{case['name']}", case["op"], case["params"], impl,
-                        samples, flush=timer.flush_mode)
-                print(f"{case['name']:44s} {impl:22s} median "
-                      f"{sorted(samples)[len(samples) // 2] * 1e6:10.2f} us", flush=True)
+                for suffix, tf32 in modes:
+                    if tf32 is not None:
+                        torch.backends.cuda.matmul.allow_tf32 = tf32
+                    samples = timer.time(fn)
+                    out.add(f"anchor/{impl}{suffix}/{case['name']}", case["op"], case["params"],
+                            impl + suffix, samples, flush=timer.flush_mode)
+                    print(f"{case['name']:44s} {impl + suffix:22s} median "
+                          f"{sorted(samples)[len(samples) // 2] * 1e6:10.2f} us", flush=True)
+            torch.backends.cuda.matmul.allow_tf32 = False
             torch.cuda.empty_cache()
     out.write(out_path)
 

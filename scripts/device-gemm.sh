@@ -20,7 +20,7 @@ ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
 [ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
 nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
 nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$LOGS/nvidia-smi-q.txt" 2>&1
-b=build-gemm
+b=${BUILD:-build-gemm}
 echo "== build $(cat .commit 2>/dev/null)"
 cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
   -DKK_GIT_COMMIT_OVERRIDE="$(cat .commit 2>/dev/null)" \

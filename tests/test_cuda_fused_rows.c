@@ -48,9 +48,10 @@ static void expect_pass(const char *op, const char *text, uint64_t seed) {
 
 static const char *const dtypes[] = {"f32", "f16", "bf16"};
 
-/* Row lengths over every kernel shape: rmsnorm_fp8 has ceil(n / 256) * 16 / V
- * chains a row (32, 64, 128, 256 threads a row, then the looping kernel past
- * 32768 bf16 / 16384 f32 elements); add_rmsnorm has rmsnorm's shapes. */
+/* Row lengths over every kernel shape: rmsnorm_fp8 stages rows in shared
+ * memory, 8 to 1 rows a block of 256 threads (32 to 256 threads a row), rows
+ * past 16384 bf16 / 8192 f32 elements in tiles re-read per pass (16391,
+ * 40000); add_rmsnorm has rmsnorm's shapes. */
 static const int64_t lengths[] = {1,    7,    8,    37,   128,   257,   1000,  1024, 2051,
                                   4096, 4100, 8192, 8320, 12288, 16384, 16391, 40000};
 
@@ -199,6 +200,11 @@ static void twin_and_gpu_agree(void **state) {
         {"rmsnorm_fp8", "rows=3 n=40064 group=128", "q scales"},
         {"rmsnorm_fp8", "rows=3 n=40001 group=0", "q scales"},
         {"rmsnorm_fp8", "rows=1 n=37 group=0 eps=0.01", "q scales"},
+        {"rmsnorm_fp8", "rows=2 n=65536 group=0", "q scales"},
+        {"rmsnorm_fp8", "rows=2 n=65536 group=128", "q scales"},
+        {"rmsnorm_fp8", "rows=300 n=263 group=0", "q scales"},
+        {"rmsnorm_fp8", "rows=300 n=1024 group=128", "q scales"},
+        {"rmsnorm_fp8", "rows=7 n=2048 group=128", "q scales"},
         {"add_rmsnorm", "rows=64 n=4096", "h"},
         {"add_rmsnorm", "rows=33 n=1001", "h"},
         {"add_rmsnorm", "rows=3 n=40000", "h"},

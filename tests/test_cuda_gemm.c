@@ -3,8 +3,10 @@
  * poisoned, the float64 reference): odd sizes, K not a multiple of 8 (the
  * element-load path), every activation, bias, residual and SwiGLU, bf16 and
  * f16; the Hopper kernel's 2-CTA cluster form forced (KK_GEMM_SM90=cluster);
- * strided views give the bits of contiguous tensors; f32 is SKIP (the
- * CUDA slot declines it); a wrong CUDA kernel FAILs. Exits 77 without a GPU. */
+ * strided views give the bits of contiguous tensors; a wrong CUDA kernel
+ * FAILs. f32 both ways (KK_TF32=0: the exact FMA kernel under the strict f32
+ * row; KK_TF32=1: the TF32 kernel under TF32's row), the TF32 result failing
+ * the strict row, wrong f32 kernels failing both. Exits 77 without a GPU. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "opdef/all_ops.h"
+#include "opdef/gemm.h"
 
 static const char *const dtypes[] = {"bf16", "f16"};
 static const char *const acts[] = {"none", "relu", "gelu_erf", "gelu_tanh", "silu", "swiglu"};
@@ -117,11 +120,155 @@ static void decode_kernel_passes(void **state) {
     unsetenv("KK_GEMM_KERNEL");
 }
 
-static void f32_is_declined(void **state) {
+/* ---- f32: the exact FMA kernel (KK_TF32=0) and the TF32 one (KK_TF32=1) ---- */
+
+/* The case passes and the checker applied the row of the setting: acc
+ * KK__ACC_F32 for the FMA kernel, KK__ACC_TF32 for TF32. */
+static void expect_f32(const kk_op *row, const char *text, uint64_t seed, int tf32) {
+    const kk_case_result r = run_on_gpu(row, text, seed);
+    assert_int_equal(r.status, KK_CASE_PASS);
+    assert_int_equal(r.outputs[0].unwritten, 0);
+    assert_true(r.outputs[0].check.tol.acc == (tf32 ? KK__ACC_TF32 : KK__ACC_F32));
+}
+
+static void f32_cases(int tf32) {
+    setenv("KK_TF32", tf32 ? "1" : "0", 1);
+    static const char *const shapes[] = {
+        "M=1 N=1 K=1",      "M=7 N=9 K=16",    "M=33 N=65 K=40",    "M=129 N=130 K=264",
+        "M=300 N=17 K=513", "M=5 N=300 K=3",   "M=77 N=45 K=129",   "M=200 N=1 K=1",
+        "M=128 N=128 K=8",  "M=257 N=129 K=7", "M=512 N=384 K=1000"};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        char text[128];
+        snprintf(text, sizeof text, "%s dtype=f32", shapes[s]);
+        expect_f32(find("gemm"), text, 5000 + 100 * (uint64_t)tf32 + s, tf32);
+    }
+    for (size_t a = 0; a < 6; a++)
+        for (int form = 0; form < 4; form++) { /* bias x residual */
+            char text[192];
+            const int K = form == 3 ? 97 : 96; /* K odd: element loads */
+            snprintf(text, sizeof text,
+                     "M=%d N=%d K=%d bias=%d activation=%s dtype=f32 residual=%d", 37 + 60 * (int)a,
+                     70 + 3 * form + (a == 5 ? 64 : 0), K, form & 1, acts[a], form >> 1);
+            expect_f32(find("linear"), text, 6000 + 100 * (uint64_t)tf32 + 10 * a + (uint64_t)form,
+                       tf32);
+        }
+    expect_f32(find("linear"), "M=130 N=200 K=300 bias=1 activation=swiglu dtype=f32 residual=1",
+               6900 + (uint64_t)tf32, tf32);
+    unsetenv("KK_TF32");
+}
+
+static void f32_fma_passes(void **state) {
     (void)state;
-    const kk_case_result r = run_on_gpu(find("gemm"), "M=8 N=8 K=8 dtype=f32", 7);
-    assert_int_equal(r.status, KK_CASE_SKIP);
-    kk_assert_contains(r.message, "bf16 and f16");
+    f32_cases(0);
+}
+
+static void f32_tf32_passes(void **state) {
+    (void)state;
+    f32_cases(1);
+}
+
+/* [rows, cols] f32 on the GPU from a host array. */
+static kk_tensor *upload_f32(const float *h, int64_t rows, int64_t cols) {
+    kk_tensor *t, *ht;
+    kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_F32, 2, (int64_t[]){rows, cols}, &t));
+    kk_assert_ok(
+        kk_tensor_wrap("cpu", KK_DTYPE_F32, 2, (int64_t[]){rows, cols}, NULL, (void *)h, &ht));
+    kk_assert_ok(kk_tensor_copy(t, ht));
+    kk_tensor_destroy(ht);
+    return t;
+}
+
+/* c = a . b^T with the setting `tf32`, into host memory. */
+static void gemm_f32_on_gpu(const float *a, const float *b, float *c, int M, int N, int K,
+                            int tf32) {
+    setenv("KK_TF32", tf32 ? "1" : "0", 1);
+    kk_tensor *da = upload_f32(a, M, K), *db = upload_f32(b, N, K), *dc, *hc;
+    kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_F32, 2, (int64_t[]){M, N}, &dc));
+    kk_assert_ok(kk_gemm(da, db, dc, NULL));
+    kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+    kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 2, (int64_t[]){M, N}, NULL, c, &hc));
+    kk_assert_ok(kk_tensor_copy(hc, dc));
+    kk_tensor_destroy(hc);
+    kk_tensor_destroy(da);
+    kk_tensor_destroy(db);
+    kk_tensor_destroy(dc);
+    unsetenv("KK_TF32");
+}
+
+/* The TF32 row is honest and the check can fail: one TF32 result passes
+ * TF32's row and FAILS the strict f32 row (its error, ~2^-11 of the terms, is
+ * far above 4 f32 units); the FMA kernel's result passes the strict row; a
+ * result that lost one k (a wrong kernel) fails both. */
+static void tf32_fails_the_strict_row(void **state) {
+    (void)state;
+    enum { M = 64, N = 96, K = 512 };
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * N * K);
+    float *c_tf32 = malloc(sizeof(float) * M * N), *c_fma = malloc(sizeof(float) * M * N);
+    float *c_bad = malloc(sizeof(float) * M * N);
+    double *da = malloc(sizeof(double) * M * K), *db = malloc(sizeof(double) * N * K);
+    double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
+    assert_true(a && b && c_tf32 && c_fma && c_bad && da && db && ref && mag);
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < M * K + N * K; i++) { /* uniform in (-1, 1), full 24-bit mantissas */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const float v = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+        if (i < M * K)
+            a[i] = v, da[i] = v;
+        else
+            b[i - M * K] = v, db[i - M * K] = v;
+    }
+    kk_op_params p;
+    kk_assert_ok(kk_op_params_parse(find("gemm"), "M=64 N=96 K=512 dtype=f32", &p));
+    kk_assert_ok(kk_op_reference(&p, (const double *const[]){da, db}, (double *const[]){ref}));
+    kk_assert_ok(kk_op_magnitude(&p, (const double *const[]){da, db}, (double *const[]){mag}));
+    gemm_f32_on_gpu(a, b, c_tf32, M, N, K, 1);
+    gemm_f32_on_gpu(a, b, c_fma, M, N, K, 0);
+    for (int m = 0; m < M; m++) /* the last k lost */
+        for (int n = 0; n < N; n++)
+            c_bad[m * N + n] =
+                (float)((double)c_fma[m * N + n] - (double)a[m * K + K - 1] * b[n * K + K - 1]);
+
+    kk_tolerance strict, loose;
+    kk_assert_ok(kk_op_tolerance(find("gemm"), KK_DTYPE_F32, &strict));
+    loose = strict;
+    kk__gemm_tf32_row(&loose);
+    assert_true(loose.acc == KK__ACC_TF32 && strict.acc == KK__ACC_F32);
+    kk_check_result r;
+    kk_assert_ok(kk_check_output_scaled(c_tf32, KK_DTYPE_F32, ref, mag, M * N, &loose, &r));
+    print_message("    TF32 under TF32's row: max abs %.3g rel_l2 %.3g %s\n", r.max_abs_err,
+                  r.rel_l2_err, r.pass ? "pass" : "FAIL");
+    assert_true(r.pass);
+    kk_assert_ok(kk_check_output_scaled(c_tf32, KK_DTYPE_F32, ref, mag, M * N, &strict, &r));
+    print_message("    TF32 under the f32 row: %zu bad, rel_l2 %.3g %s\n", r.bad_count,
+                  r.rel_l2_err, r.pass ? "pass" : "FAIL");
+    assert_false(r.pass);
+    assert_true(r.bad_count > (size_t)(M * N / 10)); /* not one unlucky element */
+    kk_assert_ok(kk_check_output_scaled(c_fma, KK_DTYPE_F32, ref, mag, M * N, &strict, &r));
+    print_message("    FMA under the f32 row: max abs %.3g %s\n", r.max_abs_err,
+                  r.pass ? "pass" : "FAIL");
+    assert_true(r.pass);
+    for (int t = 0; t < 2; t++) {
+        kk_assert_ok(
+            kk_check_output_scaled(c_bad, KK_DTYPE_F32, ref, mag, M * N, t ? &loose : &strict, &r));
+        print_message("    K-1 under the %s row: %zu bad %s\n", t ? "TF32" : "f32", r.bad_count,
+                      r.pass ? "pass" : "FAIL");
+        assert_false(r.pass);
+    }
+    /* The hook: TF32's row only for CUDA with TF32 allowed. */
+    setenv("KK_TF32", "1", 1);
+    kk_tolerance t;
+    kk_assert_ok(kk__op_tolerance_on(find("linear"), KK_DTYPE_F32, KK_BACKEND_CUDA, &t));
+    assert_true(t.acc == KK__ACC_TF32);
+    kk_assert_ok(kk__op_tolerance_on(find("linear"), KK_DTYPE_F32, KK_BACKEND_CPU, &t));
+    assert_true(t.acc == KK__ACC_F32);
+    kk_assert_ok(kk__op_tolerance_on(find("gemm"), KK_DTYPE_BF16, KK_BACKEND_CUDA, &t));
+    assert_true(t.acc == KK__ACC_F32);
+    setenv("KK_TF32", "0", 1);
+    kk_assert_ok(kk__op_tolerance_on(find("gemm"), KK_DTYPE_F32, KK_BACKEND_CUDA, &t));
+    assert_true(t.acc == KK__ACC_F32);
+    unsetenv("KK_TF32");
+    free(a), free(b), free(c_tf32), free(c_fma), free(c_bad);
+    free(da), free(db), free(ref), free(mag);
 }
 
 /* The real kernels (taken before the swap), one with relu where gelu was
@@ -153,6 +300,14 @@ static void wrong_kernels_fail(void **state) {
     kk_op g = *find("gemm");
     kk__op_swap(&g, KK_BACKEND_CUDA, wrong_k);
     expect(&g, "M=40 N=40 K=64 dtype=f16", 12, KK_CASE_FAIL);
+    /* f32, both kernels: each fails under its own row */
+    for (int tf32 = 0; tf32 < 2; tf32++) {
+        setenv("KK_TF32", tf32 ? "1" : "0", 1);
+        expect(&g, "M=40 N=40 K=64 dtype=f32", 13, KK_CASE_FAIL);
+        expect(&row, "M=64 N=64 K=64 bias=1 activation=gelu_erf dtype=f32", 14, KK_CASE_FAIL);
+        expect(&row, "M=64 N=64 K=64 bias=1 activation=relu dtype=f32", 14, KK_CASE_PASS);
+    }
+    unsetenv("KK_TF32");
 }
 
 /* y of x [M, K] viewed in a [M, K + pad] buffer (and y in [M, N + pad]) has
@@ -222,6 +377,72 @@ static void strided_views_give_the_same_bits(void **state) {
     unsetenv("KK_GEMM_KERNEL");
 }
 
+/* f32, both settings: x viewed in [M, K + pad] and y in [M, N + pad] give the
+ * bits of the contiguous run (pad 4 keeps 16-byte rows: float4 / cp.async
+ * loads; pad 1 takes the element loads). SwiGLU with bias and residual. */
+static kk_status swiglu_residual(kk_tensor *x, kk_tensor *wg, kk_tensor *wu, kk_tensor *bg,
+                                 kk_tensor *bu, kk_tensor *r, kk_tensor *y) {
+    kk_op_params p;
+    kk_assert_ok(kk_op_params_parse(
+        find("linear"), "M=70 N=90 K=132 bias=1 activation=swiglu dtype=f32 residual=1", &p));
+    kk_tensor *t[] = {x, wg, wu, bg, bu, r, y};
+    return kk_op_run(&p, t, NULL);
+}
+
+static void f32_strided_views_give_the_same_bits(void **state) {
+    (void)state;
+    enum { M = 70, N = 90, K = 132 }; /* swiglu_residual's parameters */
+    float *hx = malloc(sizeof(float) * M * K), *hw = malloc(sizeof(float) * 2 * N * K);
+    float *hb = malloc(sizeof(float) * 2 * N), *hr = malloc(sizeof(float) * M * N);
+    float *want = malloc(sizeof(float) * M * N), *got = malloc(sizeof(float) * M * N);
+    assert_true(hx && hw && hb && hr && want && got);
+    for (int i = 0; i < M * K; i++) hx[i] = (float)((i * 37 % 101) - 50) / 32.0f;
+    for (int i = 0; i < 2 * N * K; i++) hw[i] = (float)((i * 53 % 97) - 48) / 64.0f + 1e-3f;
+    for (int i = 0; i < 2 * N; i++) hb[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < M * N; i++) hr[i] = (float)(i % 11) / 8.0f;
+    kk_tensor *x = upload_f32(hx, M, K), *wg = upload_f32(hw, N, K),
+              *wu = upload_f32(hw + N * K, N, K);
+    kk_tensor *bg = upload_f32(hb, 1, N), *bu = upload_f32(hb + N, 1, N), *r = upload_f32(hr, M, N);
+    kk_tensor *bg1, *bu1, *y, *hy;
+    kk_assert_ok(kk_tensor_reshape(bg, 1, (int64_t[]){N}, &bg1));
+    kk_assert_ok(kk_tensor_reshape(bu, 1, (int64_t[]){N}, &bu1));
+    kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_F32, 2, (int64_t[]){M, N}, &y));
+    for (int tf32 = 0; tf32 < 2; tf32++) {
+        setenv("KK_TF32", tf32 ? "1" : "0", 1);
+        kk_assert_ok(swiglu_residual(x, wg, wu, bg1, bu1, r, y));
+        kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+        kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 2, (int64_t[]){M, N}, NULL, want, &hy));
+        kk_assert_ok(kk_tensor_copy(hy, y));
+        kk_tensor_destroy(hy);
+        static const int pads[] = {4, 1};
+        for (int pi = 0; pi < 2; pi++) {
+            const int pad = pads[pi];
+            kk_tensor *xb, *yb, *xv, *yv;
+            kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_F32, 2, (int64_t[]){M, K + pad}, &xb));
+            kk_assert_ok(kk_tensor_create("cuda:0", KK_DTYPE_F32, 2, (int64_t[]){M, N + pad}, &yb));
+            kk_assert_ok(kk_tensor_slice(xb, 1, 0, K, 1, &xv));
+            kk_assert_ok(kk_tensor_slice(yb, 1, 0, N, 1, &yv));
+            kk_assert_ok(kk_tensor_copy(xv, x));
+            kk_assert_ok(swiglu_residual(xv, wg, wu, bg1, bu1, r, yv));
+            kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+            kk_assert_ok(kk_tensor_wrap("cpu", KK_DTYPE_F32, 2, (int64_t[]){M, N}, NULL, got, &hy));
+            kk_assert_ok(kk_tensor_copy(hy, yv));
+            kk_tensor_destroy(hy);
+            print_message("    f32 %s, pad %d: %s\n", tf32 ? "TF32" : "FMA", pad,
+                          memcmp(got, want, sizeof(float) * M * N) ? "DIFFERENT" : "same bits");
+            assert_memory_equal(got, want, sizeof(float) * M * N);
+            kk_tensor_destroy(xv);
+            kk_tensor_destroy(yv);
+            kk_tensor_destroy(xb);
+            kk_tensor_destroy(yb);
+        }
+    }
+    unsetenv("KK_TF32");
+    kk_tensor *all[] = {x, wg, wu, bg, bu, bg1, bu1, r, y};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
+    free(hx), free(hw), free(hb), free(hr), free(want), free(got);
+}
+
 /* The sm_80-class kernel forced (on a Hopper GPU the default is the other):
  * the same checks pass. */
 static void sm80_kernel_passes(void **state) {
@@ -274,9 +495,12 @@ int main(void) {
         cmocka_unit_test(linear_every_form_passes),
         cmocka_unit_test(activation_tails_pass),
         cmocka_unit_test(decode_kernel_passes),
-        cmocka_unit_test(f32_is_declined),
+        cmocka_unit_test(f32_fma_passes),
+        cmocka_unit_test(f32_tf32_passes),
+        cmocka_unit_test(tf32_fails_the_strict_row),
         cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(strided_views_give_the_same_bits),
+        cmocka_unit_test(f32_strided_views_give_the_same_bits),
         cmocka_unit_test(sm80_kernel_passes),
         cmocka_unit_test(cluster_kernel_passes),
     };

@@ -168,7 +168,9 @@ KK_API const kk_op_param *kk_op_param_at(const kk_op *op, int i);
 /* Index of a parameter in op->params, -1 when there is none of that name. */
 KK_API int kk_op_param_index(const kk_op *op, const char *name);
 /* The tolerance row for an output of `dtype`; KK_ERR_UNSUPPORTED when the op
- * has none (it does not produce that dtype). */
+ * has none (it does not produce that dtype). The checker may widen it for how
+ * a backend computes under the active configuration: gemm and linear in f32 on
+ * CUDA with hardware.nvidia.tf32_allowed on (docs/harness.md, "Tolerances"). */
 KK_API kk_status kk_op_tolerance(const kk_op *op, kk_dtype dtype, kk_tolerance *out);
 
 /* ---- parameters ---- */

@@ -93,18 +93,20 @@ def test_torch_fp4_packed_dtype():
     assert np.array_equal(c.numpy().view(np.uint16), exp["c"].view(np.uint16))
 
 
-def test_custom_ops_opcheck():
-    q = torch.randn(1, 2, 5, 32)
-    k = torch.randn(1, 1, 7, 32)
+@pytest.mark.parametrize("device", DEVICES)
+def test_custom_ops_opcheck(device):
+    q = torch.randn(1, 2, 5, 32, device=device)
+    k = torch.randn(1, 1, 7, 32, device=device)
     torch.library.opcheck(torch.ops.kernelkit.attention.default, (q, k, k, True))
-    x = torch.randn(3, 32)
-    w = torch.randn(32)
+    x = torch.randn(3, 32, device=device)
+    w = torch.randn(32, device=device)
     torch.library.opcheck(torch.ops.kernelkit.rmsnorm.default, (x, w, 1e-6))
-    torch.library.opcheck(torch.ops.kernelkit.linear.default, (x, torch.randn(8, 32), None,
-                                                              "gelu_tanh", None))
+    torch.library.opcheck(torch.ops.kernelkit.linear.default,
+                          (x, torch.randn(8, 32, device=device), None, "gelu_tanh", None))
     torch.library.opcheck(torch.ops.kernelkit.add_rmsnorm.default, (x, x.clone(), w, 1e-6))
     torch.library.opcheck(torch.ops.kernelkit.softmax.default, (x, 0.5, False, 0))
-    torch.library.opcheck(torch.ops.kernelkit.rope.default, (torch.randn(1, 2, 3, 16),))
+    torch.library.opcheck(torch.ops.kernelkit.rope.default,
+                          (torch.randn(1, 2, 3, 16, device=device),))
     torch.library.opcheck(torch.ops.kernelkit.convert.default, (x, torch.bfloat16))
 
 
@@ -123,32 +125,60 @@ def test_fake_tensors():
         assert y.shape == (3, 4, 32)
 
 
-def test_torch_compile():
+COMPILE_MODES = [("cpu", "default")] + (
+    [("cuda", "default"), ("cuda", "reduce-overhead")] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device,mode", COMPILE_MODES)
+def test_torch_compile(device, mode):
+    """fullgraph torch.compile around the custom ops; on CUDA also
+    mode="reduce-overhead", whose CUDA graphs replay the ops' launches. On
+    CUDA in bf16: a call the CUDA kernels decline (f32 attention) runs on the
+    CPU through host copies, which no CUDA graph can capture."""
+
     def f(x, w, q, k, v):
         h = torch.ops.kernelkit.rmsnorm(x, w, 1e-6) * 2
         return h, torch.ops.kernelkit.attention(q, k, v, True) + 1
 
-    x = torch.randn(4, 32)
-    w = torch.randn(32)
-    q = torch.randn(1, 2, 6, 32)
-    k = torch.randn(1, 2, 6, 32)
-    cf = torch.compile(f, fullgraph=True)
-    h, o = cf(x, w, q, k, k)
-    h0, o0 = f(x, w, q, k, k)
-    torch.testing.assert_close(h, h0)
-    torch.testing.assert_close(o, o0)
+    dt = torch.bfloat16 if device == "cuda" else torch.float32
+    x = torch.randn(4, 32, device=device, dtype=dt)
+    w = torch.randn(32, device=device, dtype=dt)
+    q = torch.randn(1, 2, 6, 32, device=device, dtype=dt)
+    k = torch.randn(1, 2, 6, 32, device=device, dtype=dt)
+    cf = torch.compile(f, fullgraph=True, mode=mode)
+    for _ in range(3):  # reduce-overhead records its graph on a later call
+        h, o = cf(x, w, q, k, k)
+        h0, o0 = f(x, w, q, k, k)
+        torch.testing.assert_close(h, h0)
+        torch.testing.assert_close(o, o0)
+        x.copy_(torch.randn_like(x))
+        q.copy_(torch.randn_like(q))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_cuda_stream_and_graph():  # GPU machine only (not run on the CPU here)
     q = torch.randn(1, 4, 128, 64, device="cuda", dtype=torch.bfloat16)
     s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        with Capture("kk_attention", (0,)) as cap:
+    from kernelkit import _fastpath
+
+    fn = _fastpath._c_attention or _fastpath._c_function()
+    streams = []
+
+    def spy(*args):
+        streams.append(args[6])
+        return fn(*args)
+
+    _fastpath._c_attention = spy
+    try:
+        with torch.cuda.stream(s):
             o = kernelkit.attention(q, q, q, causal=True)
+            o2 = kernelkit.attention(q, q, q, causal=True, stream=torch.cuda.current_stream())
+    finally:
+        _fastpath._c_attention = fn
     s.synchronize()
     torch.testing.assert_close(o.float(), _sdpa_ref(q, q, q, True), atol=2e-2, rtol=2e-2)
-    assert cap.calls
+    torch.testing.assert_close(o2, o, atol=0, rtol=0)
+    assert streams == [s.cuda_stream]  # the fast path ran on torch's current stream
     # a CUDA graph of the custom op
     static_q = q.clone()
     g = torch.cuda.CUDAGraph()

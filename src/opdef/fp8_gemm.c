@@ -141,6 +141,13 @@ kk_status kk__fp8_gemm_magnitude(const kk_op_params *p, const double *const *in,
     return KK_OK;
 }
 
+void kk__fp8_gemm_tolerance_on(kk_backend_kind backend, kk_tolerance *t) {
+    if (backend != KK_BACKEND_CUDA) return;
+    t->acc = KK__ACC_FP8_TENSOR_CORES;
+    if (t->dtype == KK_DTYPE_F32 && t->l2 < KK__L2_FP8_TENSOR_CORES)
+        t->l2 = KK__L2_FP8_TENSOR_CORES;
+}
+
 const kk_op kk__op_fp8_gemm = {
     .id = KK__OP_ID_fp8_gemm,
     .name = "fp8_gemm",
@@ -153,6 +160,7 @@ const kk_op kk__op_fp8_gemm = {
     .bytes = kk__fp8_gemm_bytes,
     .reference = kk__fp8_gemm_reference,
     .magnitude = kk__fp8_gemm_magnitude,
+    .tolerance_on = kk__fp8_gemm_tolerance_on, /* the FP8 tensor cores' accumulation */
     KK__FP8_GEMM_TOLERANCES,
     .grow_param = "M",
 };

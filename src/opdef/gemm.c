@@ -3,6 +3,7 @@
  * The reference is the definition, one dot product per output in float64. */
 #include <math.h>
 
+#include "core/config_active.h"
 #include "opdef/gemm.h"
 
 int kk__gemm_describe(const kk_op_params *p, kk_op_tensor *out) {
@@ -48,6 +49,19 @@ kk_status kk__gemm_magnitude(const kk_op_params *p, const double *const *in, dou
     return KK_OK;
 }
 
+void kk__gemm_tf32_row(kk_tolerance *t) {
+    if (t->dtype != KK_DTYPE_F32) return;
+    t->acc = KK__ACC_TF32;
+    t->l2 = KK__L2_TF32;
+}
+
+/* The CUDA kernels of f32 read the same configuration at each launch
+ * (gemm_f32.cu); the CPU's are exact whatever it says. */
+void kk__gemm_tolerance_on(kk_backend_kind backend, kk_tolerance *t) {
+    if (backend == KK_BACKEND_CUDA && t->dtype == KK_DTYPE_F32 && kk__config_tf32_allowed())
+        kk__gemm_tf32_row(t);
+}
+
 static const kk_op_param gemm_params[KK__GEMM_NPARAMS] = {
     [KK__GEMM_M] = KK__P_INT("M", 1, KK__DIM_MAX, 1, 256, "rows of a and c"),
     [KK__GEMM_N] = KK__P_INT("N", 1, KK__DIM_MAX, 1, 256, "rows of b, columns of c"),
@@ -69,5 +83,6 @@ const kk_op kk__op_gemm = {
     .reference = kk__gemm_reference,
     .magnitude = kk__gemm_magnitude,
     KK__FLOAT_TOLERANCES(0),
+    .tolerance_on = kk__gemm_tolerance_on,
     .grow_param = "M",
 };

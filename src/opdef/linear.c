@@ -7,6 +7,7 @@
  * halves stored as two tensors so no kernel has to guess the interleaving. */
 #include <math.h>
 
+#include "opdef/gemm.h"
 #include "opdef/linear.h"
 
 kk__linear_layout kk__linear_layout_of(const kk_op_params *p) {
@@ -118,7 +119,8 @@ static double dot_bias_magnitude(const double *x, const double *w, const double 
 
 /* The error scale of each y (docs/harness.md, "Tolerances"): the magnitude mh
  * of h = x.W^T + b propagated to first order through the activation,
- * m = |act'(h)| mh; SwiGLU y = silu(g) u: m = |silu(g)| m_u + |u silu'(g)| m_g.
+ * m = |act'(h)| mh (relu: 1 also just below its kink); SwiGLU y = silu(g) u:
+ * m = |silu(g)| m_u + |u silu'(g)| m_g.
  * The residual is one exact add: nothing accumulates, so it adds nothing. */
 kk_status kk__linear_magnitude(const kk_op_params *p, const double *const *in, double *const *out) {
     const int64_t M = p->i[KK__LIN_M], N = p->i[KK__LIN_N], K = p->i[KK__LIN_K];
@@ -133,7 +135,13 @@ kk_status kk__linear_magnitude(const kk_op_params *p, const double *const *in, d
             const double h = dot_bias(x, w, bias, m, n, K);
             const double mh = dot_bias_magnitude(x, w, bias, m, n, K);
             if (!swiglu) {
-                my[m * N + n] = fabs(activation_slope(act, h)) * mh;
+                /* relu's kink: within the widest row's error of 0 (TF32's,
+                 * KK__ACC_TF32 mh), h may land on either side, and relu is
+                 * 1-Lipschitz: slope 1 there, not the one-sided 0. */
+                const double slope = act == KK__ACT_RELU && h < 0.0 && h >= -KK__ACC_TF32 * mh
+                                         ? 1.0
+                                         : activation_slope(act, h);
+                my[m * N + n] = fabs(slope) * mh;
                 continue;
             }
             const double u = dot_bias(x, w_up, bias_up, m, n, K);
@@ -169,5 +177,6 @@ const kk_op kk__op_linear = {
     .reference = kk__linear_reference,
     .magnitude = kk__linear_magnitude,
     KK__FLOAT_TOLERANCES(0),
+    .tolerance_on = kk__gemm_tolerance_on, /* f32 on CUDA: TF32's row when allowed */
     .grow_param = "M",
 };

@@ -56,6 +56,11 @@ struct kk_op {
     kk_op_reference_fn magnitude;
     int ntolerances;
     kk_tolerance tolerances[KK_OP_MAX_TOLERANCES];
+    /* Optional: widen row *t (the output dtype's) to what the kernels of
+     * `backend` compute under the active configuration (gemm, linear: TF32 on
+     * CUDA when hardware.nvidia.tf32_allowed is on); kk__op_tolerance_on
+     * calls it. NULL: the rows hold everywhere. */
+    void (*tolerance_on)(kk_backend_kind backend, kk_tolerance *t);
 
     /* ---- hooks for drawing cases (all optional) ---- */
     /* After the fuzzer drew every parameter in range: make the draw typical
@@ -78,6 +83,11 @@ struct kk_op {
 
 /* The row of an op id, NULL when out of range. */
 const kk_op *kk__op_by_id(int id);
+
+/* kk_op_tolerance's row for `dtype`, then the op's tolerance_on hook for
+ * `backend`: the tolerance the checker applies to a run on that backend. */
+kk_status kk__op_tolerance_on(const kk_op *op, kk_dtype dtype, kk_backend_kind backend,
+                              kk_tolerance *out);
 
 /* ---- helpers for the rows ---- */
 

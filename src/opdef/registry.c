@@ -79,6 +79,13 @@ kk_status kk_op_tolerance(const kk_op *op, kk_dtype dtype, kk_tolerance *out) {
                          kk_dtype_name(dtype));
 }
 
+kk_status kk__op_tolerance_on(const kk_op *op, kk_dtype dtype, kk_backend_kind backend,
+                              kk_tolerance *out) {
+    const kk_status st = kk_op_tolerance(op, dtype, out);
+    if (st == KK_OK && op->tolerance_on) op->tolerance_on(backend, out);
+    return st;
+}
+
 /* ---- what an op does ---- */
 
 int kk__tensor(kk_op_tensor *t, const char *name, kk_dtype dtype, int is_output, int ndim,

@@ -2,8 +2,9 @@
 // (strides read off the tensors), the choice of kernel (the GEMV for M <= 8,
 // Hopper's where the device and the tensor maps allow, else the sm_80-class
 // one; KK_GEMM_KERNEL=sm80|sm90 forces one; KK_GEMM_SM90=cluster|single picks
-// the Hopper kernel's form), the launch. bf16 and f16; f32 is answered
-// KK_ERR_UNSUPPORTED (the CPU runs it). docs/kernels/gemm.md.
+// the Hopper kernel's form), the launch. bf16 and f16 here; f32 goes to
+// kk_gemm::launch_f32 (gemm_f32.cu: TF32 or exact FMA by the configuration).
+// docs/kernels/gemm.md.
 #include <cuda_runtime.h>
 
 #include <stdint.h>
@@ -15,6 +16,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_kernels.h"
+#include "cuda/kernels/gemm_f32.cuh"
 #include "cuda/kernels/gemm_gemv.cuh"
 #include "cuda/kernels/gemm_sm80.cuh"
 #include "cuda/kernels/gemm_sm90.cuh"
@@ -36,6 +38,11 @@ bool fits_int(int64_t m, int64_t n, int64_t k) {
 // Rows a 16-byte load can take: 8-element multiples of stride, 16-byte data.
 bool rows_aligned(const void *data, long long ld, int K) {
     return K % 8 == 0 && ld % 8 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+}
+
+// f32 rows a 16-byte load can take: 4-element multiples, 16-byte data.
+bool rows_aligned_f32(const void *data, long long ld, int K) {
+    return K % 4 == 0 && ld % 4 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
 }
 
 template <typename T, int ACT, bool ALIGNED>
@@ -206,8 +213,8 @@ kk_status launch_typed(const Args &a, bool aligned, cudaStream_t s, const char *
 // (kk_op_run checked them), rows contiguous in their last dimension.
 kk_status run(Args &a, kk_dtype dt, const kk_tensor *const *mats, int nmats, bool glu,
               cudaStream_t stream, const char *op) {
-    if (dt != KK_DTYPE_BF16 && dt != KK_DTYPE_F16)
-        return kk__error(KK_ERR_UNSUPPORTED, op, "the cuda kernel takes bf16 and f16, not %s",
+    if (dt != KK_DTYPE_BF16 && dt != KK_DTYPE_F16 && dt != KK_DTYPE_F32)
+        return kk__error(KK_ERR_UNSUPPORTED, op, "the cuda kernel takes bf16, f16 and f32, not %s",
                          kk_dtype_name(dt));
     if ((a.M + 127) / 128 > 65535)
         return kk__error(KK_ERR_UNSUPPORTED, op, "the cuda kernel's grid is too small for M = %d",
@@ -216,6 +223,12 @@ kk_status run(Args &a, kk_dtype dt, const kk_tensor *const *mats, int nmats, boo
         const kk_tensor *t = mats[k];
         if (t->ndim == 2 && t->strides[1] != 1)
             return kk__error(KK_ERR_UNSUPPORTED, op, "the cuda kernel needs contiguous rows");
+    }
+    if (dt == KK_DTYPE_F32) {
+        const bool aligned = rows_aligned_f32(a.a, a.lda, a.K) &&
+                             rows_aligned_f32(a.b0, a.ldb, a.K) &&
+                             (!glu || rows_aligned_f32(a.b1, a.ldb, a.K));
+        return kk_gemm::launch_f32(a, aligned, stream, op);
     }
     const bool aligned = rows_aligned(a.a, a.lda, a.K) && rows_aligned(a.b0, a.ldb, a.K) &&
                          (!glu || rows_aligned(a.b1, a.ldb, a.K));

@@ -7,13 +7,22 @@
 // two products, the amax on |y|'s bits, the scale and the ratio are
 // core/quant_math.h's and the rounding convert.cuh's e4m3.
 //
-// A thread owns one "chain": lanes [qV, qV + V) of a chunk c, i.e. the 16
-// vectors at elements c*256 + 16k + qV, k = 0..15, which it loads at once
-// and keeps (raw, 64 registers) while the row's sum is reduced: x is read
-// once. Its V lane sums are the CPU's lanes; the chunk's L = 16 / V chains
-// are neighbouring threads, whose shuffles do the halving. A 1x128 group is
-// half a chunk (k < 8 or k >= 8) over those L threads. Rows of more than 256
-// chains re-read x per pass (mostly from L2). docs/kernels/memory_bound.md.
+// One compact kernel a dtype, rolled loops (43-46 registers, about 2,100 SASS
+// instructions). A block of 256 threads takes rpb = 8, 4, 2 or 1 rows (G =
+// 256 / rpb threads each, G >= 32). A row's tile (the whole row when rpb
+// rows fit kSmemBytes; else tiles of kSmemBytes, staged again from global
+// memory for every pass) is copied raw into shared memory, 16-byte cp.async
+// copies (element copies for unaligned, strided-odd or odd rows), then
+// zeros to the next chunk (the CPU's short last chunk stops at n; +0 leaves
+// a lane sum alone). Thread (chunk c, lane l) sums its 16 squares in order
+// from shared memory, shuffles within the chunk's 16 threads halve the
+// lanes, and the row's thread 0 adds the chunk sums in f64 in row order.
+// A thread takes 8 consecutive elements (a unit) at a time for y (x from
+// shared memory, w through the read-only cache); a 1x128 group is 16
+// neighbouring threads (a shuffle max), group 0 a max over the row's
+// threads first. q goes out 8 bytes a store. y holding inf or NaN: that
+// scale is NaN (q 0x7F), where the CPU twin refuses the call.
+// docs/kernels/memory_bound.md.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -28,148 +37,90 @@ namespace {
 
 using namespace kk_rows;
 
-constexpr int kChunk = 256; // KK__ROW_CHUNK
-constexpr int kSteps = 16;  // vectors of a chain
-constexpr int kMaxG = 256;  // threads per row when a chain waits in registers
+constexpr int kChunk = 256;                           // KK__ROW_CHUNK
+constexpr int kThreads = 256;                         // a block
+constexpr int kSmemBytes = 32768;                     // staged x of a block
+constexpr int kUnit = 8;                              // elements of y a thread takes at once
+constexpr int kMaxChunks = kSmemBytes / (2 * kChunk); // chunks staged at once (f16/bf16)
 
 struct Fp8Args {
     const void *x, *w;
     uint8_t *q;
     float *scales;
     int64_t rows, n, xs, qs, ss; // row strides: x in elements, q in bytes, scales in floats
-    int64_t nch;                 // chains per row: ceil(n / 256) * L
     double eps;
-    int vec;     // 16-byte loads of x and w
-    int qvec;    // V-byte stores of q
+    int gshift;  // log2(G): threads a row
+    int rpb;     // rows a block (kThreads / G)
+    int tile;    // elements of a row staged at once (a multiple of 256; >= n: the whole row)
+    int vec;     // 16-byte loads of x (cp.async) and w
+    int qvec;    // 8-byte stores of q
     int per_row; // group 0: one scale per row
 };
 
-// A chain's 16 vectors as loaded (V elements of the dtype each).
-template <int DT> struct Chain { uint4 raw[kSteps]; };
-
-// Element of vector k of chain ch.
-template <int DT> __device__ __forceinline__ int64_t elem(int64_t ch, int k) {
-    constexpr int V = Elem<DT>::kVec, L = 16 / V;
-    return ch / L * kChunk + 16 * k + ch % L * V;
+__device__ __forceinline__ void cp_async16(void *s, const void *g) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g) : "memory");
+#else
+    *static_cast<uint4 *>(s) = *static_cast<const uint4 *>(g);
+#endif
 }
 
+__device__ __forceinline__ void prefetch_l2(const void *g) {
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(g));
+}
+
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+// Elements [t0, t0 + len) of row xr into buf, zeros to the next chunk; the
+// barriers before (the tile's last readers) and after (its first).
 template <int DT>
-__device__ __forceinline__ void load_chain(const Fp8Args &a, int64_t r, int64_t ch, bool has,
-                                           Chain<DT> &c) {
+__device__ __forceinline__ void stage(const Fp8Args &a, typename Elem<DT>::T *buf,
+                                      const typename Elem<DT>::T *xr, bool live, int64_t t0,
+                                      int len, int t) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
-    const T *row = static_cast<const T *>(a.x) + r * a.xs;
-#pragma unroll
-    for (int k = 0; k < kSteps; k++) {
-        const int64_t i = elem<DT>(ch, k);
-        uint4 u = make_uint4(0u, 0u, 0u, 0u); // +0 in every dtype
-        if (has && i < a.n) {
-            if (a.vec) {
-                u = *reinterpret_cast<const uint4 *>(row + i);
-            } else {
-                T *e = reinterpret_cast<T *>(&u);
-#pragma unroll
-                for (int j = 0; j < V; j++)
-                    if (i + j < a.n) e[j] = row[i + j];
-            }
-        }
-        c.raw[k] = u;
+    const int G = 1 << a.gshift;
+    __syncthreads();
+    if (live && a.vec) {
+#pragma unroll 4
+        for (int i = t * V; i < len; i += G * V) cp_async16(buf + i, xr + t0 + i);
+    } else { // element copies; a row past the tensor's end zeros (nothing reads garbage)
+#pragma unroll 4
+        for (int i = t; i < len; i += G) buf[i] = live ? xr[t0 + i] : T(0);
     }
+    const int pad = (len + kChunk - 1) / kChunk * kChunk;
+    for (int i = len + t; i < pad; i += G) buf[i] = T(0); // +0 in every dtype
+    cp_async_wait();
+    __syncthreads();
 }
 
-template <int DT> __device__ __forceinline__ float raw_f32(const uint4 &u, int j) {
-    typedef typename Elem<DT>::T T;
-    return to_f32<DT>(reinterpret_cast<const T *>(&u)[j]);
-}
-
-// The chunk's f32 sum of squares, in thread q = 0 of its L (others: junk).
-template <int DT> __device__ __forceinline__ float chunk_sumsq(const Chain<DT> &c) {
-    constexpr int V = Elem<DT>::kVec, L = 16 / V;
-    float s[V];
-#pragma unroll
-    for (int j = 0; j < V; j++) s[j] = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kSteps; k++) {
-#pragma unroll
-        for (int j = 0; j < V; j++) {
-            const float v = raw_f32<DT>(c.raw[k], j);
-            s[j] = __fadd_rn(s[j], __fmul_rn(v, v));
-        }
-    }
-    // halving steps w = 8 .. V take lane l + w from the chain w / V threads on
-#pragma unroll
-    for (int w = 8; w >= V; w >>= 1) {
-#pragma unroll
-        for (int j = 0; j < V; j++)
-            s[j] = __fadd_rn(s[j], __shfl_down_sync(0xFFFFFFFFu, s[j], w / V, L));
-    }
-#pragma unroll
-    for (int w = V / 2; w > 0; w >>= 1)
-#pragma unroll
-        for (int j = 0; j < w; j++) s[j] = __fadd_rn(s[j], s[j + w]);
-    return s[0];
-}
-
-// y of vector k of the chain, as the CPU computes it: (x * inv) * w.
+// y of unit u of a staged tile, as the CPU computes it: (x * inv) * w; lim:
+// elements of the row from the unit on (those past n: x = w = 0, so y = 0).
 template <int DT>
-__device__ __forceinline__ void y_vec(const Fp8Args &a, const Chain<DT> &c, int64_t ch, int k,
-                                      float inv, float (&y)[Elem<DT>::kVec]) {
-    constexpr int V = Elem<DT>::kVec;
-    const int64_t i = elem<DT>(ch, k);
-    if (i < a.n) {
-        load_ro<DT>(a.w, i, a.n, a.vec, y);
+__device__ __forceinline__ void unit_y(const Fp8Args &a, const typename Elem<DT>::T *buf, int64_t e,
+                                       int u, int lim, float inv, float (&y)[kUnit]) {
+    typedef typename Elem<DT>::T T;
+    const uint4 *xv = reinterpret_cast<const uint4 *>(buf + u * kUnit);
+    T xe[kUnit], we[kUnit];
+    *reinterpret_cast<uint4 *>(xe) = xv[0];
+    if (sizeof(T) == 4) *reinterpret_cast<uint4 *>(xe + 4) = xv[1];
+    const T *w = static_cast<const T *>(a.w) + e;
+    if (a.vec && lim >= kUnit) {
+        *reinterpret_cast<uint4 *>(we) = __ldg(reinterpret_cast<const uint4 *>(w));
+        if (sizeof(T) == 4)
+            *reinterpret_cast<uint4 *>(we + 4) = __ldg(reinterpret_cast<const uint4 *>(w) + 1);
     } else {
 #pragma unroll
-        for (int j = 0; j < V; j++) y[j] = 0.0f;
+        for (int j = 0; j < kUnit; j++) we[j] = j < lim ? __ldg(w + j) : T(0);
     }
 #pragma unroll
-    for (int j = 0; j < V; j++) y[j] = __fmul_rn(__fmul_rn(raw_f32<DT>(c.raw[k], j), inv), y[j]);
-}
-
-// max |y| bits over the chain's vectors [k0, k1).
-template <int DT>
-__device__ __forceinline__ uint32_t chain_amax(const Fp8Args &a, const Chain<DT> &c, int64_t ch,
-                                               float inv, int k0, int k1) {
-    constexpr int V = Elem<DT>::kVec;
-    uint32_t m = 0;
-#pragma unroll
-    for (int k = 0; k < kSteps; k++) {
-        if (k < k0 || k >= k1) continue;
-        float y[V];
-        y_vec<DT>(a, c, ch, k, inv, y);
-#pragma unroll
-        for (int j = 0; j < V; j++) m = max(m, __float_as_uint(y[j]) & 0x7FFFFFFFu);
-    }
-    return m;
-}
-
-// q of the chain's vectors [k0, k1) with `scale`.
-template <int DT>
-__device__ __forceinline__ void chain_quant(const Fp8Args &a, const Chain<DT> &c, int64_t r,
-                                            int64_t ch, float inv, int k0, int k1, float scale) {
-    constexpr int V = Elem<DT>::kVec;
-    uint8_t *qr = a.q + r * a.qs;
-#pragma unroll
-    for (int k = 0; k < kSteps; k++) {
-        const int64_t i = elem<DT>(ch, k);
-        if (k < k0 || k >= k1 || i >= a.n) continue;
-        float y[V];
-        y_vec<DT>(a, c, ch, k, inv, y);
-        uint8_t b[V];
-#pragma unroll
-        for (int j = 0; j < V; j++)
-            b[j] = kk_convert::f32bits_to_e4m3(__float_as_uint(kk__q_ratio(y[j], scale)));
-        if (a.qvec) {
-            if constexpr (V == 8)
-                *reinterpret_cast<uint2 *>(qr + i) = *reinterpret_cast<const uint2 *>(b);
-            else
-                *reinterpret_cast<uint32_t *>(qr + i) = *reinterpret_cast<const uint32_t *>(b);
-        } else {
-#pragma unroll
-            for (int j = 0; j < V; j++)
-                if (i + j < a.n) qr[i + j] = b[j];
-        }
-    }
+    for (int j = 0; j < kUnit; j++)
+        y[j] = __fmul_rn(__fmul_rn(to_f32<DT>(xe[j]), inv), to_f32<DT>(we[j]));
 }
 
 // The scale of an amax: NaN when y held inf or NaN (the CPU twin refuses the
@@ -179,96 +130,129 @@ __device__ __forceinline__ float scale_of(uint32_t amax) {
                                     : kk__fp8_scale(__uint_as_float(amax), KK__E4M3_MAX);
 }
 
-// G threads a row (blocks of max(G, 128): 128 / G rows each for G < 128).
-// KEEP: at most G chains a row, each loaded once and kept; otherwise every
-// pass loops over the chains G at a time and loads them again.
-template <int DT, int G, bool KEEP>
-__global__ void __launch_bounds__(G < 128 ? 128 : G) rmsnorm_fp8_kernel(Fp8Args a) {
-    constexpr int V = Elem<DT>::kVec, L = 16 / V;
-    constexpr int B = G < 128 ? 128 : G, RPB = B / G, CPB = G / L; // chunks a batch
-    __shared__ float csum[RPB * CPB];
-    __shared__ uint32_t wmax[B / 32];
-    const int sub = threadIdx.x / G, t = threadIdx.x % G;
-    const int64_t nc = a.nch / L;
-    Chain<DT> c;
-    for (int64_t base = (int64_t)blockIdx.x * RPB; base < a.rows;
-         base += (int64_t)gridDim.x * RPB) {
+__device__ __forceinline__ uint32_t unit_amax(const float (&y)[kUnit]) {
+    uint32_t m = 0;
+#pragma unroll
+    for (int j = 0; j < kUnit; j++) m = max(m, __float_as_uint(y[j]) & 0x7FFFFFFFu);
+    return m;
+}
+
+template <int DT> __global__ void __launch_bounds__(kThreads, 5) rmsnorm_fp8_kernel(Fp8Args a) {
+    typedef typename Elem<DT>::T T;
+    __shared__ __align__(16) unsigned char sx[kSmemBytes];
+    __shared__ float csum[kMaxChunks];
+    __shared__ float sinv[kThreads / 32];
+    __shared__ uint32_t wmax[kThreads / 32];
+    const int G = 1 << a.gshift, sub = threadIdx.x >> a.gshift, t = threadIdx.x & (G - 1);
+    T *buf = reinterpret_cast<T *>(sx) + sub * a.tile;
+    float *cs = csum + sub * (a.tile / kChunk);
+    const bool one = a.n <= a.tile; // the row stays staged through every pass
+    const unsigned full = 0xFFFFFFFFu;
+    { // w's first tile on its way to L2 while the first rows are summed (decode)
+        constexpr int kLine = 128 / (int)sizeof(T);
+        const int64_t m = a.n < a.tile ? a.n : a.tile;
+        for (int i = threadIdx.x * kLine; i < m; i += kThreads * kLine)
+            prefetch_l2(static_cast<const T *>(a.w) + i);
+    }
+    for (int64_t base = (int64_t)blockIdx.x * a.rpb; base < a.rows;
+         base += (int64_t)gridDim.x * a.rpb) {
         const int64_t r = base + sub;
         const bool live = r < a.rows;
-        // pass 1: the sum of squares, chunk sums added in f64 in row order
+        const T *xr = static_cast<const T *>(a.x) + r * a.xs;
+        uint8_t *qr = a.q + r * a.qs;
+        // pass 1: the sum of squares
         double total = 0.0;
-        for (int64_t b0 = 0; b0 < a.nch; b0 += G) {
-            const int64_t ch = b0 + t;
-            load_chain<DT>(a, r, ch, live && ch < a.nch, c);
-            const float cs = chunk_sumsq<DT>(c);
-            if (t % L == 0) csum[sub * CPB + t / L] = cs;
-            __syncthreads();
-            const int64_t left = nc - b0 / L;
-            const int m = left < CPB ? (int)left : CPB;
-            for (int k = 0; k < m; k++) total += (double)csum[sub * CPB + k];
-            __syncthreads();
-        }
-        const float inv = (float)(1.0 / sqrt(total / (double)a.n + a.eps));
-        if (a.per_row) {
-            uint32_t m = 0;
-            for (int64_t b0 = 0; b0 < a.nch; b0 += G) {
-                const int64_t ch = b0 + t;
-                if (!KEEP) load_chain<DT>(a, r, ch, live && ch < a.nch, c);
-                m = max(m, chain_amax<DT>(a, c, ch, inv, 0, kSteps));
+        for (int64_t t0 = 0; t0 < a.n; t0 += a.tile) {
+            const int len = (int)(a.n - t0 < a.tile ? a.n - t0 : a.tile);
+            stage<DT>(a, buf, xr, live, t0, len, t);
+            const int tasks = (len + kChunk - 1) / kChunk * 16; // (chunk, lane) pairs
+#pragma unroll 1
+            for (int k0 = 0; k0 < tasks; k0 += G) {
+                const int k = k0 + t;
+                float s = 0.0f;
+                if (k < tasks) {
+                    const T *p = buf + (k >> 4) * kChunk + (k & 15);
+#pragma unroll
+                    for (int i = 0; i < 16; i++) {
+                        const float v = to_f32<DT>(p[16 * i]);
+                        s = __fadd_rn(s, __fmul_rn(v, v));
+                    }
+                }
+#pragma unroll
+                for (int h = 8; h > 0; h >>= 1) s = __fadd_rn(s, __shfl_down_sync(full, s, h, 16));
+                if ((k & 15) == 0 && k < tasks) cs[k >> 4] = s;
             }
-            m = __reduce_max_sync(0xFFFFFFFFu, m);
+            __syncthreads();
+            if (t == 0)
+#pragma unroll 1
+                for (int c = 0; c < tasks / 16; c++) total += (double)cs[c];
+        }
+        if (t == 0) sinv[sub] = (float)(1.0 / sqrt(total / (double)a.n + a.eps));
+        __syncthreads();
+        const float inv = sinv[sub];
+        float scale = 0.0f;
+        if (a.per_row) { // pass 2: the row's amax
+            uint32_t m = 0;
+            for (int64_t t0 = 0; t0 < a.n; t0 += a.tile) {
+                const int len = (int)(a.n - t0 < a.tile ? a.n - t0 : a.tile);
+                if (!one) stage<DT>(a, buf, xr, live, t0, len, t);
+#pragma unroll 1
+                for (int u = t; u * kUnit < len; u += G) {
+                    float y[kUnit];
+                    unit_y<DT>(a, buf, t0 + u * kUnit, u, len - u * kUnit, inv, y);
+                    m = max(m, unit_amax(y));
+                }
+            }
+            m = __reduce_max_sync(full, m);
             if (G > 32) { // the row's warps through shared memory
                 if ((threadIdx.x & 31) == 0) wmax[threadIdx.x >> 5] = m;
                 __syncthreads();
-                for (int k = 0; k < G / 32; k++) m = max(m, wmax[sub * (G / 32) + k]);
-                __syncthreads();
+                for (int k = 0; k < G / 32; k++) m = max(m, wmax[(sub << (a.gshift - 5)) + k]);
             }
-            const float scale = scale_of(m);
+            scale = scale_of(m);
             if (live && t == 0) a.scales[r * a.ss] = scale;
-            for (int64_t b0 = 0; b0 < a.nch; b0 += G) {
-                const int64_t ch = b0 + t;
-                if (!KEEP) load_chain<DT>(a, r, ch, live && ch < a.nch, c);
-                if (live && ch < a.nch) chain_quant<DT>(a, c, r, ch, inv, 0, kSteps, scale);
-            }
-        } else { // 1x128: group 2c is k < 8 of chunk c, group 2c + 1 is k >= 8
-            for (int64_t b0 = 0; b0 < a.nch; b0 += G) {
-                const int64_t ch = b0 + t;
-                if (!KEEP) load_chain<DT>(a, r, ch, live && ch < a.nch, c);
-                uint32_t m0 = chain_amax<DT>(a, c, ch, inv, 0, 8);
-                uint32_t m1 = chain_amax<DT>(a, c, ch, inv, 8, kSteps);
+        }
+        // pass 3 (1x128: the groups' amax too): q
+        for (int64_t t0 = 0; t0 < a.n; t0 += a.tile) {
+            const int len = (int)(a.n - t0 < a.tile ? a.n - t0 : a.tile);
+            if (!one) stage<DT>(a, buf, xr, live, t0, len, t);
+#pragma unroll 1
+            for (int u0 = 0; u0 * kUnit < len; u0 += G) { // the row's warps alike (shuffles)
+                const int u = u0 + t, lim = len - u * kUnit;
+                const int64_t e = t0 + u * kUnit;
+                float y[kUnit];
+                if (lim > 0) unit_y<DT>(a, buf, e, u, lim, inv, y);
+                if (!a.per_row) { // group e / 128: 16 threads, aligned
+                    uint32_t m = lim > 0 ? unit_amax(y) : 0u;
 #pragma unroll
-                for (int o = 1; o < L; o <<= 1) {
-                    m0 = max(m0, __shfl_xor_sync(0xFFFFFFFFu, m0, o, L));
-                    m1 = max(m1, __shfl_xor_sync(0xFFFFFFFFu, m1, o, L));
+                    for (int h = 8; h > 0; h >>= 1) m = max(m, __shfl_xor_sync(full, m, h));
+                    scale = scale_of(m);
+                    if (live && lim > 0 && (t & 15) == 0) a.scales[r * a.ss + (e >> 7)] = scale;
                 }
-                if (!live || ch >= a.nch) continue;
-                const float s0 = scale_of(m0), s1 = scale_of(m1);
-                const int64_t g = ch / L * 2;
-                if (ch % L == 0) {
-                    a.scales[r * a.ss + g] = s0;
-                    if ((g + 1) * 128 < a.n) a.scales[r * a.ss + g + 1] = s1;
+                if (!live || lim <= 0) continue;
+                uint32_t b[2] = {0u, 0u};
+#pragma unroll
+                for (int j = 0; j < kUnit; j++)
+                    b[j >> 2] |= (uint32_t)kk_convert::f32bits_to_e4m3(
+                                     __float_as_uint(kk__q_ratio(y[j], scale)))
+                                 << (8 * (j & 3));
+                if (a.qvec) {
+                    *reinterpret_cast<uint2 *>(qr + e) = make_uint2(b[0], b[1]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < kUnit; j++)
+                        if (j < lim) qr[e + j] = (uint8_t)(b[j >> 2] >> (8 * (j & 3)));
                 }
-                chain_quant<DT>(a, c, r, ch, inv, 0, 8, s0);
-                chain_quant<DT>(a, c, r, ch, inv, 8, kSteps, s1);
             }
         }
     }
 }
 
-template <int DT, int G, bool KEEP> kk_status launch(const Fp8Args &a, cudaStream_t s) {
-    constexpr auto kernel = &rmsnorm_fp8_kernel<DT, G, KEEP>;
-    constexpr int B = G < 128 ? 128 : G, RPB = B / G;
-    const unsigned grid = grid_for<kernel>((a.rows + RPB - 1) / RPB, B);
-    kernel<<<grid, B, 0, s>>>(a);
-    return launch_status("rmsnorm_fp8", grid, B);
-}
-
-template <int DT> kk_status launch_dtype(const Fp8Args &a, cudaStream_t s) {
-    if (a.nch <= 32) return launch<DT, 32, true>(a, s);
-    if (a.nch <= 64) return launch<DT, 64, true>(a, s);
-    if (a.nch <= 128) return launch<DT, 128, true>(a, s);
-    if (a.nch <= kMaxG) return launch<DT, kMaxG, true>(a, s);
-    return launch<DT, kMaxG, false>(a, s);
+template <int DT> kk_status launch(const Fp8Args &a, cudaStream_t s) {
+    constexpr auto kernel = &rmsnorm_fp8_kernel<DT>;
+    const unsigned grid = grid_for<kernel>((a.rows + a.rpb - 1) / a.rpb, kThreads);
+    kernel<<<grid, kThreads, 0, s>>>(a);
+    return launch_status("rmsnorm_fp8", grid, kThreads);
 }
 
 } // namespace
@@ -284,7 +268,7 @@ extern "C" kk_status kk__rmsnorm_fp8_cuda(const kk_op_params *p, kk_tensor *cons
     const kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     const kk_dtype dt = (kk_dtype)p->i[KK__RFP8_DTYPE];
-    const int V = dt == KK_DTYPE_F32 ? 4 : 8, L = 16 / V;
+    const int V = dt == KK_DTYPE_F32 ? 4 : 8, es = dt == KK_DTYPE_F32 ? 4 : 2;
     // tensors: x, w, q, scales
     Fp8Args a;
     a.x = t[0]->data;
@@ -296,15 +280,24 @@ extern "C" kk_status kk__rmsnorm_fp8_cuda(const kk_op_params *p, kk_tensor *cons
     a.xs = a.rows > 1 ? t[0]->strides[0] : a.n;
     a.qs = a.rows > 1 ? t[2]->strides[0] : a.n;
     a.ss = a.rows > 1 ? t[3]->strides[0] : t[3]->shape[1];
-    a.nch = (a.n + kChunk - 1) / kChunk * L;
     a.eps = p->f[KK__RFP8_EPS];
     a.per_row = p->i[KK__RFP8_GROUP] == 0;
     a.vec = a.n % V == 0 && a.xs % V == 0 && aligned16(a.x) && aligned16(a.w);
-    a.qvec = a.n % V == 0 && a.qs % V == 0 && ((uintptr_t)a.q & (uintptr_t)(V - 1)) == 0;
+    a.qvec = a.n % kUnit == 0 && a.qs % kUnit == 0 && ((uintptr_t)a.q & (kUnit - 1)) == 0;
+    // Threads a row: about 4 units each (2 for few rows), 32 to 256; then
+    // rows a block while their tiles fit (rows past the tensor's wasted).
+    const int64_t pad = (a.n + kChunk - 1) / kChunk * kChunk, cap = kSmemBytes / es;
+    const int64_t units = (a.n + kUnit - 1) / kUnit, per = a.rows < 256 ? 2 : 4;
+    int gs = 5;
+    while (gs < 8 && ((int64_t)1 << gs) * per < units) gs++;
+    while (gs < 8 && (pad << (8 - gs) > cap || ((int64_t)1 << (8 - gs)) / 2 >= a.rows)) gs++;
+    a.gshift = gs;
+    a.rpb = kThreads >> gs;
+    a.tile = (int)(pad <= cap / a.rpb ? pad : cap); // rpb == 1 when the row is tiled
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (dt == KK_DTYPE_F32) return launch_dtype<kF32>(a, s);
-    if (dt == KK_DTYPE_F16) return launch_dtype<kF16>(a, s);
-    return launch_dtype<kBF16>(a, s);
+    if (dt == KK_DTYPE_F32) return launch<kF32>(a, s);
+    if (dt == KK_DTYPE_F16) return launch<kF16>(a, s);
+    return launch<kBF16>(a, s);
 }
 
 extern "C" const kk__slot kk__rmsnorm_fp8_cuda_slot = {kk__rmsnorm_fp8_cuda, 1};

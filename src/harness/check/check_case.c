@@ -173,15 +173,17 @@ static void append(char *buf, size_t size, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Step 5 for output k, folded into the case's result. */
-static void check_output(const kk_op *op, const bufs *b, int k, int second, kk_case_result *r) {
+/* Step 5 for output k, folded into the case's result; the tolerance is the
+ * row for what the kernels of `kind` compute (kk__op_tolerance_on). */
+static void check_output(const kk_op *op, kk_backend_kind kind, const bufs *b, int k, int second,
+                         kk_case_result *r) {
     kk_case_output *o = &r->outputs[r->noutputs++];
     const kk_op_tensor *t = &b->t[k];
     kk_tolerance tol;
     o->name = t->name;
     o->dtype = t->dtype;
     o->first_unwritten = -1;
-    if (kk_op_tolerance(op, t->dtype, &tol) != KK_OK ||
+    if (kk__op_tolerance_on(op, t->dtype, kind, &tol) != KK_OK ||
         kk_check_output_scaled(b->raw[k], t->dtype, b->f64[k], b->mag[k], (size_t)t->numel, &tol,
                                &o->check) != KK_OK) {
         r->status = KK_CASE_ERROR;
@@ -267,7 +269,10 @@ static void run_case(const kk_case *c, const char *device, bufs *b, kk_case_resu
                "[%lld]); ",
                b->t[k].name, changed, (long long)first);
     }
-    for (int k = b->nin; k < b->n; k++) check_output(c->params.op, b, k, second, r);
+    kk_backend_kind kind = KK_BACKEND_CPU;
+    int index = 0;
+    (void)kk_device_parse(device, &kind, &index); /* kk_case_run parsed it */
+    for (int k = b->nin; k < b->n; k++) check_output(c->params.op, kind, b, k, second, r);
     const size_t len = strlen(r->message);
     if (len >= 2 && r->message[len - 2] == ';') r->message[len - 2] = '\0';
 }
