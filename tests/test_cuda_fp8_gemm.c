@@ -26,23 +26,8 @@ static const kk_op *fp8_op(void) {
     return op;
 }
 
-static kk_case_result run_on_gpu(const kk_op *row, const char *text, uint64_t seed) {
-    kk_case c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test/cuda/fp8_gemm");
-    kk_assert_ok(kk_op_params_parse(row, text, &c.params));
-    c.seed = seed;
-    c.dist = KK_DIST_FULL;
-    kk_run_options o = {.device = "cuda:0"};
-    kk_case_result r;
-    kk_assert_ok(kk_case_run(&c, &o, &r));
-    print_message("    %-4s %-72s max_rel %.3g l2 %.3g %s\n", kk_case_status_name(r.status), text,
-                  r.max_rel_err, r.rel_l2_err, r.message);
-    return r;
-}
-
 static void expect(const kk_op *row, const char *text, uint64_t seed, kk_case_status want) {
-    const kk_case_result r = run_on_gpu(row, text, seed);
+    const kk_case_result r = kk_test_run_case_on("cuda:0", row, text, seed);
     if (r.status != want)
         fail_msg("%s: %s, expected %s (%s)", text, kk_case_status_name(r.status),
                  kk_case_status_name(want), r.message);
@@ -133,10 +118,10 @@ static void fast_accumulation_measured(void **state) {
                                         "M=128 N=256 K=16384 scaling=rowwise c_dtype=f32"};
     for (int k = 0; k < (quick() ? 0 : 2); k++) {
         print_message("  promoted (not asserted):\n");
-        (void)run_on_gpu(fp8_op(), texts[k], 900 + (uint64_t)k);
+        (void)kk_test_run_case_on("cuda:0", fp8_op(), texts[k], 900 + (uint64_t)k);
         setenv("KK_FP8_FAST_ACCUM", "1", 1);
         print_message("  fast accumulation (not asserted):\n");
-        (void)run_on_gpu(fp8_op(), texts[k], 900 + (uint64_t)k);
+        (void)kk_test_run_case_on("cuda:0", fp8_op(), texts[k], 900 + (uint64_t)k);
         unsetenv("KK_FP8_FAST_ACCUM");
     }
     setenv("KK_FP8_FAST_ACCUM", "1", 1);

@@ -18,30 +18,8 @@
 #include "opdef/all_ops.h"
 #include "kernelkit/cases.h"
 
-static const kk_op *row_of(const char *name) {
-    const kk_op *op;
-    kk_assert_ok(kk_op_find(name, &op));
-    return op;
-}
-
-static kk_case_result run_on_gpu(const kk_op *row, const char *text, uint64_t seed) {
-    kk_case c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test/cuda/%s", kk_op_name(row));
-    kk_assert_ok(kk_op_params_parse(row, text, &c.params));
-    c.seed = seed;
-    c.dist = KK_DIST_FULL;
-    kk_run_options o = {.device = "cuda:0"};
-    kk_case_result r;
-    kk_assert_ok(kk_case_run(&c, &o, &r));
-    print_message("    %-4s %-12s %-50s max_abs %.3g max_rel %.3g %s\n",
-                  kk_case_status_name(r.status), kk_op_name(row), text, r.max_abs_err,
-                  r.max_rel_err, r.message);
-    return r;
-}
-
 static void expect_pass(const char *op, const char *text, uint64_t seed) {
-    kk_case_result r = run_on_gpu(row_of(op), text, seed);
+    kk_case_result r = kk_test_run_case_on("cuda:0", kk_test_op(op), text, seed);
     assert_int_equal(r.status, KK_CASE_PASS);
     for (int k = 0; k < r.noutputs; k++) assert_int_equal(r.outputs[k].unwritten, 0);
 }
@@ -154,7 +132,7 @@ typedef struct set {
 } set;
 
 static void set_open(set *s, const char *op, const char *text, uint64_t seed) {
-    kk_assert_ok(kk_op_params_parse(row_of(op), text, &s->p));
+    kk_assert_ok(kk_op_params_parse(kk_test_op(op), text, &s->p));
     kk_assert_ok(kk_op_tensors(&s->p, s->d, &s->n));
     void *raw[KK_OP_MAX_TENSORS];
     for (int k = 0; k < s->n; k++) {
@@ -235,7 +213,7 @@ static void twin_and_gpu_agree(void **state) {
                 double *cpu64 = malloc(n * sizeof(double));
                 kk_assert_ok(kk_convert_host(cpu, od->dtype, cpu64, KK_DTYPE_F64, n));
                 kk_tolerance tol;
-                kk_assert_ok(kk_op_tolerance(row_of(cases[c].op), od->dtype, &tol));
+                kk_assert_ok(kk_op_tolerance(kk_test_op(cases[c].op), od->dtype, &tol));
                 kk_check_result r;
                 kk_assert_ok(kk_check_output(gpu, od->dtype, cpu64, n, &tol, &r));
                 size_t same = 0;
@@ -344,7 +322,7 @@ static void strided_rows_match(void **state) {
 /* ---- wrong kernels fail ---- */
 
 static kk_status real_cuda(const char *op, const kk_op_params *p, kk_tensor *const *t) {
-    return kk__op_slot(row_of(op), KK_BACKEND_CUDA).run(p, t, NULL);
+    return kk__op_slot(kk_test_op(op), KK_BACKEND_CUDA).run(p, t, NULL);
 }
 
 static kk_status arn_no_eps(const kk_op_params *p, kk_tensor *const *t, kk_stream s) {
@@ -446,10 +424,13 @@ static void wrong_kernels_fail(void **state) {
         {"rope_kv_append", "B=2 Hq=4 Hkv=2 S=2 S_max=32 D=64 dtype=bf16", kv_swapped},
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-        assert_int_equal(run_on_gpu(row_of(cases[c].op), cases[c].text, 7).status, KK_CASE_PASS);
-        kk_op row = *row_of(cases[c].op);
+        assert_int_equal(
+            kk_test_run_case_on("cuda:0", kk_test_op(cases[c].op), cases[c].text, 7).status,
+            KK_CASE_PASS);
+        kk_op row = *kk_test_op(cases[c].op);
         kk__op_swap(&row, KK_BACKEND_CUDA, cases[c].wrong);
-        assert_int_equal(run_on_gpu(&row, cases[c].text, 7).status, KK_CASE_FAIL);
+        assert_int_equal(kk_test_run_case_on("cuda:0", &row, cases[c].text, 7).status,
+                         KK_CASE_FAIL);
     }
 }
 

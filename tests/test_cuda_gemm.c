@@ -19,29 +19,8 @@
 static const char *const dtypes[] = {"bf16", "f16"};
 static const char *const acts[] = {"none", "relu", "gelu_erf", "gelu_tanh", "silu", "swiglu"};
 
-static kk_case_result run_on_gpu(const kk_op *row, const char *text, uint64_t seed) {
-    kk_case c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test/cuda/%s", kk_op_name(row));
-    kk_assert_ok(kk_op_params_parse(row, text, &c.params));
-    c.seed = seed;
-    c.dist = KK_DIST_FULL;
-    kk_run_options o = {.device = "cuda:0"};
-    kk_case_result r;
-    kk_assert_ok(kk_case_run(&c, &o, &r));
-    print_message("    %-4s %-66s max_rel %.3g l2 %.3g %s\n", kk_case_status_name(r.status), text,
-                  r.max_rel_err, r.rel_l2_err, r.message);
-    return r;
-}
-
-static const kk_op *find(const char *name) {
-    const kk_op *op;
-    kk_assert_ok(kk_op_find(name, &op));
-    return op;
-}
-
 static void expect(const kk_op *row, const char *text, uint64_t seed, kk_case_status want) {
-    const kk_case_result r = run_on_gpu(row, text, seed);
+    const kk_case_result r = kk_test_run_case_on("cuda:0", row, text, seed);
     assert_int_equal(r.status, want);
     if (want == KK_CASE_PASS) assert_int_equal(r.outputs[0].unwritten, 0);
 }
@@ -56,7 +35,7 @@ static void gemm_sizes_pass(void **state) {
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             char text[128];
             snprintf(text, sizeof text, "%s dtype=%s", shapes[s], dtypes[d]);
-            expect(find("gemm"), text, 100 + 10 * d + s, KK_CASE_PASS);
+            expect(kk_test_op("gemm"), text, 100 + 10 * d + s, KK_CASE_PASS);
         }
 }
 
@@ -70,7 +49,7 @@ static void linear_every_form_passes(void **state) {
                 snprintf(text, sizeof text,
                          "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d", 37 + (int)a,
                          70 + 3 * form, K, form & 1, acts[a], dtypes[d], form >> 1);
-                expect(find("linear"), text, 1000 + 100 * d + 10 * a + (uint64_t)form,
+                expect(kk_test_op("linear"), text, 1000 + 100 * d + 10 * a + (uint64_t)form,
                        KK_CASE_PASS);
             }
 }
@@ -86,7 +65,7 @@ static void activation_tails_pass(void **state) {
         kk_case c;
         memset(&c, 0, sizeof c);
         snprintf(c.name, sizeof c.name, "fuzz/linear/448");
-        kk_assert_ok(kk_op_params_parse(find("linear"), texts[k], &c.params));
+        kk_assert_ok(kk_op_params_parse(kk_test_op("linear"), texts[k], &c.params));
         c.seed = UINT64_C(10250217251375385770);
         c.dist = KK_DIST_FULL;
         kk_run_options o = {.device = "cuda:0"};
@@ -111,12 +90,12 @@ static void decode_kernel_passes(void **state) {
             snprintf(text, sizeof text, "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d",
                      ms[a % 4], 37 + 16 * (int)a, a == 5 ? 5000 : 264, (int)(a & 1), acts[a],
                      dtypes[d], (int)(a / 2 % 2));
-            expect(find("linear"), text, 2000 + 10 * d + a, KK_CASE_PASS);
+            expect(kk_test_op("linear"), text, 2000 + 10 * d + a, KK_CASE_PASS);
         }
-    expect(find("gemm"), "M=8 N=4099 K=4104 dtype=bf16", 2100, KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=8 N=4099 K=4104 dtype=bf16", 2100, KK_CASE_PASS);
     setenv("KK_GEMM_KERNEL", "sm90", 1); /* the Hopper kernel (elsewhere: the sm_80 one) */
-    expect(find("linear"), "M=3 N=300 K=256 bias=1 activation=silu dtype=bf16 residual=1", 2101,
-           KK_CASE_PASS);
+    expect(kk_test_op("linear"), "M=3 N=300 K=256 bias=1 activation=silu dtype=bf16 residual=1",
+           2101, KK_CASE_PASS);
     unsetenv("KK_GEMM_KERNEL");
 }
 
@@ -125,7 +104,7 @@ static void decode_kernel_passes(void **state) {
 /* The case passes and the checker applied the row of the setting: acc
  * KK__ACC_F32 for the FMA kernel, KK__ACC_TF32 for TF32. */
 static void expect_f32(const kk_op *row, const char *text, uint64_t seed, int tf32) {
-    const kk_case_result r = run_on_gpu(row, text, seed);
+    const kk_case_result r = kk_test_run_case_on("cuda:0", row, text, seed);
     assert_int_equal(r.status, KK_CASE_PASS);
     assert_int_equal(r.outputs[0].unwritten, 0);
     assert_true(r.outputs[0].check.tol.acc == (tf32 ? KK__ACC_TF32 : KK__ACC_F32));
@@ -140,7 +119,7 @@ static void f32_cases(int tf32) {
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         char text[128];
         snprintf(text, sizeof text, "%s dtype=f32", shapes[s]);
-        expect_f32(find("gemm"), text, 5000 + 100 * (uint64_t)tf32 + s, tf32);
+        expect_f32(kk_test_op("gemm"), text, 5000 + 100 * (uint64_t)tf32 + s, tf32);
     }
     for (size_t a = 0; a < 6; a++)
         for (int form = 0; form < 4; form++) { /* bias x residual */
@@ -149,10 +128,11 @@ static void f32_cases(int tf32) {
             snprintf(text, sizeof text,
                      "M=%d N=%d K=%d bias=%d activation=%s dtype=f32 residual=%d", 37 + 60 * (int)a,
                      70 + 3 * form + (a == 5 ? 64 : 0), K, form & 1, acts[a], form >> 1);
-            expect_f32(find("linear"), text, 6000 + 100 * (uint64_t)tf32 + 10 * a + (uint64_t)form,
-                       tf32);
+            expect_f32(kk_test_op("linear"), text,
+                       6000 + 100 * (uint64_t)tf32 + 10 * a + (uint64_t)form, tf32);
         }
-    expect_f32(find("linear"), "M=130 N=200 K=300 bias=1 activation=swiglu dtype=f32 residual=1",
+    expect_f32(kk_test_op("linear"),
+               "M=130 N=200 K=300 bias=1 activation=swiglu dtype=f32 residual=1",
                6900 + (uint64_t)tf32, tf32);
     unsetenv("KK_TF32");
 }
@@ -218,7 +198,7 @@ static void tf32_fails_the_strict_row(void **state) {
             b[i - M * K] = v, db[i - M * K] = v;
     }
     kk_op_params p;
-    kk_assert_ok(kk_op_params_parse(find("gemm"), "M=64 N=96 K=512 dtype=f32", &p));
+    kk_assert_ok(kk_op_params_parse(kk_test_op("gemm"), "M=64 N=96 K=512 dtype=f32", &p));
     kk_assert_ok(kk_op_reference(&p, (const double *const[]){da, db}, (double *const[]){ref}));
     kk_assert_ok(kk_op_magnitude(&p, (const double *const[]){da, db}, (double *const[]){mag}));
     gemm_f32_on_gpu(a, b, c_tf32, M, N, K, 1);
@@ -229,7 +209,7 @@ static void tf32_fails_the_strict_row(void **state) {
                 (float)((double)c_fma[m * N + n] - (double)a[m * K + K - 1] * b[n * K + K - 1]);
 
     kk_tolerance strict, loose;
-    kk_assert_ok(kk_op_tolerance(find("gemm"), KK_DTYPE_F32, &strict));
+    kk_assert_ok(kk_op_tolerance(kk_test_op("gemm"), KK_DTYPE_F32, &strict));
     loose = strict;
     kk__gemm_tf32_row(&loose);
     assert_true(loose.acc == KK__ACC_TF32 && strict.acc == KK__ACC_F32);
@@ -257,14 +237,14 @@ static void tf32_fails_the_strict_row(void **state) {
     /* The hook: TF32's row only for CUDA with TF32 allowed. */
     setenv("KK_TF32", "1", 1);
     kk_tolerance t;
-    kk_assert_ok(kk__op_tolerance_on(find("linear"), KK_DTYPE_F32, KK_BACKEND_CUDA, &t));
+    kk_assert_ok(kk__op_tolerance_on(kk_test_op("linear"), KK_DTYPE_F32, KK_BACKEND_CUDA, &t));
     assert_true(t.acc == KK__ACC_TF32);
-    kk_assert_ok(kk__op_tolerance_on(find("linear"), KK_DTYPE_F32, KK_BACKEND_CPU, &t));
+    kk_assert_ok(kk__op_tolerance_on(kk_test_op("linear"), KK_DTYPE_F32, KK_BACKEND_CPU, &t));
     assert_true(t.acc == KK__ACC_F32);
-    kk_assert_ok(kk__op_tolerance_on(find("gemm"), KK_DTYPE_BF16, KK_BACKEND_CUDA, &t));
+    kk_assert_ok(kk__op_tolerance_on(kk_test_op("gemm"), KK_DTYPE_BF16, KK_BACKEND_CUDA, &t));
     assert_true(t.acc == KK__ACC_F32);
     setenv("KK_TF32", "0", 1);
-    kk_assert_ok(kk__op_tolerance_on(find("gemm"), KK_DTYPE_F32, KK_BACKEND_CUDA, &t));
+    kk_assert_ok(kk__op_tolerance_on(kk_test_op("gemm"), KK_DTYPE_F32, KK_BACKEND_CUDA, &t));
     assert_true(t.acc == KK__ACC_F32);
     unsetenv("KK_TF32");
     free(a), free(b), free(c_tf32), free(c_fma), free(c_bad);
@@ -289,15 +269,15 @@ static kk_status wrong_k(const kk_op_params *p, kk_tensor *const *t, kk_stream s
 
 static void wrong_kernels_fail(void **state) {
     (void)state;
-    real_linear = kk__op_slot(find("linear"), KK_BACKEND_CUDA).run;
-    real_gemm = kk__op_slot(find("gemm"), KK_BACKEND_CUDA).run;
+    real_linear = kk__op_slot(kk_test_op("linear"), KK_BACKEND_CUDA).run;
+    real_gemm = kk__op_slot(kk_test_op("gemm"), KK_BACKEND_CUDA).run;
     assert_non_null(real_linear);
     assert_non_null(real_gemm);
-    kk_op row = *find("linear");
+    kk_op row = *kk_test_op("linear");
     kk__op_swap(&row, KK_BACKEND_CUDA, wrong_activation);
     expect(&row, "M=64 N=64 K=64 bias=1 activation=gelu_erf dtype=bf16", 11, KK_CASE_FAIL);
     expect(&row, "M=64 N=64 K=64 bias=1 activation=relu dtype=bf16", 11, KK_CASE_PASS);
-    kk_op g = *find("gemm");
+    kk_op g = *kk_test_op("gemm");
     kk__op_swap(&g, KK_BACKEND_CUDA, wrong_k);
     expect(&g, "M=40 N=40 K=64 dtype=f16", 12, KK_CASE_FAIL);
     /* f32, both kernels: each fails under its own row */
@@ -384,7 +364,7 @@ static kk_status swiglu_residual(kk_tensor *x, kk_tensor *wg, kk_tensor *wu, kk_
                                  kk_tensor *bu, kk_tensor *r, kk_tensor *y) {
     kk_op_params p;
     kk_assert_ok(kk_op_params_parse(
-        find("linear"), "M=70 N=90 K=132 bias=1 activation=swiglu dtype=f32 residual=1", &p));
+        kk_test_op("linear"), "M=70 N=90 K=132 bias=1 activation=swiglu dtype=f32 residual=1", &p));
     kk_tensor *t[] = {x, wg, wu, bg, bu, r, y};
     return kk_op_run(&p, t, NULL);
 }
@@ -448,12 +428,12 @@ static void f32_strided_views_give_the_same_bits(void **state) {
 static void sm80_kernel_passes(void **state) {
     (void)state;
     setenv("KK_GEMM_KERNEL", "sm80", 1);
-    expect(find("gemm"), "M=300 N=260 K=264 dtype=bf16", 21, KK_CASE_PASS);
-    expect(find("gemm"), "M=64 N=64 K=64 dtype=f16", 22, KK_CASE_PASS);
-    expect(find("linear"), "M=100 N=130 K=72 bias=1 activation=swiglu dtype=bf16 residual=1", 23,
-           KK_CASE_PASS);
-    expect(find("linear"), "M=129 N=257 K=128 bias=1 activation=gelu_tanh dtype=f16 residual=0", 24,
-           KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=300 N=260 K=264 dtype=bf16", 21, KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=64 N=64 K=64 dtype=f16", 22, KK_CASE_PASS);
+    expect(kk_test_op("linear"), "M=100 N=130 K=72 bias=1 activation=swiglu dtype=bf16 residual=1",
+           23, KK_CASE_PASS);
+    expect(kk_test_op("linear"),
+           "M=129 N=257 K=128 bias=1 activation=gelu_tanh dtype=f16 residual=0", 24, KK_CASE_PASS);
     unsetenv("KK_GEMM_KERNEL");
 }
 
@@ -468,22 +448,23 @@ static void sm80_kernel_passes(void **state) {
 static void cluster_kernel_passes(void **state) {
     (void)state;
     setenv("KK_GEMM_SM90", "cluster", 1);
-    expect(find("gemm"), "M=300 N=261 K=264 dtype=bf16", 31, KK_CASE_PASS);
-    expect(find("gemm"), "M=100 N=100 K=200 dtype=bf16", 32, KK_CASE_PASS);
-    expect(find("gemm"), "M=129 N=385 K=520 dtype=f16", 33, KK_CASE_PASS);
-    expect(find("gemm"), "M=2175 N=2049 K=136 dtype=bf16", 34, KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=300 N=261 K=264 dtype=bf16", 31, KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=100 N=100 K=200 dtype=bf16", 32, KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=129 N=385 K=520 dtype=f16", 33, KK_CASE_PASS);
+    expect(kk_test_op("gemm"), "M=2175 N=2049 K=136 dtype=bf16", 34, KK_CASE_PASS);
     for (size_t a = 0; a < 6; a++) {
         char text[192];
         snprintf(text, sizeof text, "M=%d N=%d K=%d bias=1 activation=%s dtype=%s residual=1",
                  257 + 128 * (int)(a % 2), a == 5 ? 131 : 301, a == 5 ? 200 : 136, acts[a],
                  dtypes[a % 2]);
-        expect(find("linear"), text, 3000 + a, KK_CASE_PASS);
+        expect(kk_test_op("linear"), text, 3000 + a, KK_CASE_PASS);
     }
-    expect(find("linear"), "M=1590 N=1400 K=136 bias=1 activation=swiglu dtype=bf16 residual=1",
-           3010, KK_CASE_PASS);
-    setenv("KK_GEMM_KERNEL", "sm90", 1);
-    expect(find("linear"), "M=3 N=300 K=256 bias=1 activation=silu dtype=bf16 residual=1", 3011,
+    expect(kk_test_op("linear"),
+           "M=1590 N=1400 K=136 bias=1 activation=swiglu dtype=bf16 residual=1", 3010,
            KK_CASE_PASS);
+    setenv("KK_GEMM_KERNEL", "sm90", 1);
+    expect(kk_test_op("linear"), "M=3 N=300 K=256 bias=1 activation=silu dtype=bf16 residual=1",
+           3011, KK_CASE_PASS);
     unsetenv("KK_GEMM_KERNEL");
     unsetenv("KK_GEMM_SM90");
 }

@@ -46,6 +46,29 @@ int kk_test_run(const char *cmd, char *buf, size_t size) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+const kk_op *kk_test_op(const char *name) {
+    const kk_op *op;
+    kk_assert_ok(kk_op_find(name, &op));
+    return op;
+}
+
+kk_case_result kk_test_run_case_on(const char *device, const kk_op *row, const char *text,
+                                   uint64_t seed) {
+    kk_case c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test/%s/%s", device, kk_op_name(row));
+    kk_assert_ok(kk_op_params_parse(row, text, &c.params));
+    c.seed = seed;
+    c.dist = KK_DIST_FULL;
+    const kk_run_options o = {.device = device};
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(&c, &o, &r));
+    print_message("    %-4s %-12s %-60s max_abs %.3g max_rel %.3g l2 %.3g %s\n",
+                  kk_case_status_name(r.status), kk_op_name(row), text, r.max_abs_err,
+                  r.max_rel_err, r.rel_l2_err, r.message);
+    return r;
+}
+
 kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op_kernel_fn kernel,
                                     uint64_t seed) {
     const kk_op *found;

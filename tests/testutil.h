@@ -44,6 +44,16 @@ int kk_test_no_gpu(void);
 kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op_kernel_fn kernel,
                                     uint64_t seed);
 
+/* The registry's row of op `name` (the test fails if there is none). */
+const kk_op *kk_test_op(const char *name);
+
+/* One case of `row` with parameters `text` on `device` (e.g. "cuda:0"), its
+ * inputs drawn from `seed`, checked against the float64 reference with the
+ * tolerance of that device's kernels. Prints one line per case (status, op,
+ * parameters, max abs, max rel, rel L2, message). */
+kk_case_result kk_test_run_case_on(const char *device, const kk_op *row, const char *text,
+                                   uint64_t seed);
+
 /* Write `text` to a new temporary file; returns its path (static buffer). */
 const char *kk_test_write_temp(const char *text, size_t len);
 
