@@ -14,3 +14,13 @@ check() {
   fi
   echo "ok   $name"
 }
+
+# write_st FILE HEADER DATA_BYTES: a safetensors file by hand (the model tests):
+# the 8-byte header length, the header padded to 8 bytes, then DATA_BYTES zeros.
+write_st() {
+  local hdr=$2 n=${#2}
+  while ((n % 8)); do hdr+=" "; n=$((n + 1)); done
+  printf "$(printf '\\%03o' $((n & 255)) $(((n >> 8) & 255)) 0 0 0 0 0 0)" >"$1"
+  printf '%s' "$hdr" >>"$1"
+  head -c "$3" /dev/zero >>"$1"
+}

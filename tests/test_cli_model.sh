@@ -9,15 +9,6 @@ cli=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# write_st FILE HEADER DATA_BYTES: the header padded to 8 bytes, then zeros.
-write_st() {
-  local hdr=$2 n=${#2}
-  while ((n % 8)); do hdr+=" "; n=$((n + 1)); done
-  printf "$(printf '\\%03o' $((n & 255)) $(((n >> 8) & 255)) 0 0 0 0 0 0)" >"$1"
-  printf '%s' "$hdr" >>"$1"
-  head -c "$3" /dev/zero >>"$1"
-}
-
 # hidden 2, one head of 2, intermediate 2, vocab 4, one layer, all f32.
 model=$tmp/model
 mkdir -p "$model"

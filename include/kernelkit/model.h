@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernelkit/config.h"
 #include "kernelkit/ops.h"
 #include "kernelkit/status.h"
 #include "kernelkit/tensor.h"
@@ -114,6 +115,77 @@ KK_API kk_status kk_model_layer_weights(const kk_model *model, int64_t layer, kk
 
 /* Embedding, final norm and lm_head. */
 KK_API kk_status kk_model_global_weights(const kk_model *model, kk_model_globals *out);
+
+/* ---- executing the decoder layers (docs/model.md, "Execution", "Levels") ----
+ *
+ *   kk_decoder *d;
+ *   kk_decoder_create(m, "cpu", KK_OPT_BALANCED, 2, 512, &d);
+ *   kk_decoder_prefill(d, x, y);   // x, y [B,S,hidden]: the layers over S new tokens
+ *   kk_decoder_step(d, x1, y1);    // x1, y1 [B,1,hidden]: one more token each
+ *   kk_decoder_free(d);
+ *
+ * A decoder holds the plan (the op calls of one layer at its level), the
+ * weights on its device, a KV cache per layer [max_batch, kv_heads, max_seq,
+ * head_dim] and work buffers for max_batch x max_seq tokens, all allocated by
+ * kk_decoder_create. Hidden states are in the compute dtype (the dtype of
+ * q_proj; other weights are converted to it once) on the decoder's device.
+ * Every call runs through the public ops (kernelkit/ops.h), so the same code
+ * runs on the CPU and on a GPU. The sequences of a batch advance together:
+ * each call appends S tokens to every sequence (its positions follow the
+ * cached ones) and attends causally to the cache. Errors are
+ * KK_ERR_INVALID_ARGUMENT naming the argument (a wrong shape, a batch over
+ * max_batch or unlike the cached one, a sequence past max_seq) and leave
+ * the cache as it was. */
+typedef struct kk_decoder kk_decoder;
+
+/* A decoder for the layers of `model` on `device` ("cpu", "cuda:0") at
+ * `level`. On the CPU the weights in the compute dtype are used in place
+ * (views that keep the mapped files alive: the model may be closed after);
+ * elsewhere they are copied to the device. *out is NULL on failure. */
+KK_API kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_level level,
+                                   int max_batch, int max_seq, kk_decoder **out);
+
+/* The decoder layers over hidden_in [B,S,hidden] into hidden_out [B,S,hidden]
+ * (the same shape; it may be hidden_in), appending S tokens to the cache.
+ * Waits for the device before it returns. */
+KK_API kk_status kk_decoder_prefill(kk_decoder *d, const kk_tensor *hidden_in,
+                                    kk_tensor *hidden_out);
+
+/* One decode step: kk_decoder_prefill with S = 1. */
+KK_API kk_status kk_decoder_step(kk_decoder *d, const kk_tensor *hidden_in, kk_tensor *hidden_out);
+
+/* The embedding of token ids: tokens int32 [B,S] on the CPU (the host reads
+ * them: each row of model.embed_tokens is one copy), each in 0 .. vocab - 1;
+ * hidden_out [B,S,hidden] in the compute dtype on the decoder's device.
+ * KK_ERR_UNSUPPORTED when the model has no embedding. */
+KK_API kk_status kk_decoder_embed(kk_decoder *d, const kk_tensor *tokens, kk_tensor *hidden_out);
+
+/* logits [B,S,vocab] = lm_head(norm(hidden)) for hidden [B,S,hidden], with the
+ * final norm (model.norm.weight) when the model has one; B*S at most max_batch
+ * x max_seq. KK_ERR_UNSUPPORTED when the model has no lm_head (nor a tied
+ * embedding). */
+KK_API kk_status kk_decoder_logits(kk_decoder *d, const kk_tensor *hidden, kk_tensor *logits);
+
+/* Forget the cached tokens (the next prefill starts at position 0). */
+KK_API void kk_decoder_reset(kk_decoder *d);
+
+/* The compute dtype: the hidden states' dtype (KK_DTYPE_F32 for NULL). */
+KK_API kk_dtype kk_decoder_dtype(const kk_decoder *d);
+
+/* Tokens cached per sequence so far (0 after create or reset). */
+KK_API int64_t kk_decoder_length(const kk_decoder *d);
+
+/* The plan as text: the level, what it fuses, and each step of a layer (name,
+ * op, inputs -> outputs). Owned by the decoder; "" for NULL. */
+KK_API const char *kk_decoder_plan_text(const kk_decoder *d);
+
+/* Steps per layer of the plan, and step i's name and op (as the text shows). */
+KK_API int kk_decoder_plan_steps(const kk_decoder *d);
+KK_API kk_status kk_decoder_plan_step(const kk_decoder *d, int i, const char **name,
+                                      const char **op);
+
+/* Free the decoder, its cache, buffers and device weights. NULL is a no-op. */
+KK_API void kk_decoder_free(kk_decoder *d);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@ extern const cli_command cli_cmd_check, cli_cmd_run;
 extern const cli_command cli_cmd_compare, cli_cmd_report;
 extern const cli_command cli_cmd_calibrate;
 extern const cli_command cli_cmd_bench;
-extern const cli_command cli_cmd_model_info;
+extern const cli_command cli_cmd_model_info, cli_cmd_model;
 
 /* Print "kernelkit CMD: message" and a hint to stderr; returns CLI_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...)

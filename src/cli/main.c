@@ -6,8 +6,9 @@
 #include "cli/cli.h"
 
 static const cli_command *const k_commands[] = {
-    &cli_cmd_info,    &cli_cmd_selftest, &cli_cmd_config,    &cli_cmd_check, &cli_cmd_run,
-    &cli_cmd_compare, &cli_cmd_report,   &cli_cmd_calibrate, &cli_cmd_bench, &cli_cmd_model_info,
+    &cli_cmd_info,  &cli_cmd_selftest,   &cli_cmd_config, &cli_cmd_check,
+    &cli_cmd_run,   &cli_cmd_compare,    &cli_cmd_report, &cli_cmd_calibrate,
+    &cli_cmd_bench, &cli_cmd_model_info, &cli_cmd_model,
 };
 #define N_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 

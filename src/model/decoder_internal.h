@@ -1,0 +1,125 @@
+/* Internal: the decoder shared by src/model/decoder*.c: the plan (one layer's
+ * op calls over named buffers), the weights on the device, the KV caches and
+ * the work buffers. */
+#ifndef KK_DECODER_INTERNAL_H
+#define KK_DECODER_INTERNAL_H
+
+#include "kernelkit/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a step calls. */
+typedef enum kk__dstep_op {
+    KK__DS_RMSNORM,     /* kk_rmsnorm(in0, w) -> out0 */
+    KK__DS_LINEAR,      /* kk_linear(in0, w) -> out0 */
+    KK__DS_LINEAR_RES,  /* kk_linear_residual(in0, w, residual in1) -> out0 */
+    KK__DS_LAYOUT,      /* kk_tensor_copy [B,S,H,D] -> [B,H,S,D]; skipped when S = 1 */
+    KK__DS_ROPE,        /* kk_rope(in0) -> out0 at positions len + s */
+    KK__DS_KV_WRITE,    /* kk_tensor_copy of in0 (k), in1 (v) into the cache rows */
+    KK__DS_ROPE_KV,     /* kk_rope_kv_append(q, k, v) -> q_out, caches */
+    KK__DS_ATTENTION,   /* kk_attention(q, cache k, cache v), causal -> out0 */
+    KK__DS_ADD,         /* kk_add_rmsnorm's sum: out0 = in0 + in1 (its norm discarded) */
+    KK__DS_ADD_RMSNORM, /* kk_add_rmsnorm: out0 = in0 + in1, out1 = rmsnorm(out0) */
+    KK__DS_SILU_MUL,    /* kk_silu_mul(in0, in1) -> out0 */
+    KK__DS_SWIGLU,      /* kk_swiglu(in0, w gate, w2 up) -> out0 */
+    KK__DS_OP_COUNT
+} kk__dstep_op;
+
+/* Buffers and weights a step names. The activations are [T = B*S, n]
+ * row-major; Q, K, V, QR, KR are [B,H,S,D]. */
+typedef enum kk__dbuf {
+    KK__DB_NONE = 0,
+    KK__DB_RES,     /* the residual stream [T,hidden] */
+    KK__DB_XN,      /* normalized [T,hidden] */
+    KK__DB_QT,      /* q projection [T,Hq*D] */
+    KK__DB_KT,      /* [T,Hkv*D] */
+    KK__DB_VT,      /* [T,Hkv*D] */
+    KK__DB_Q,       /* [B,Hq,S,D] */
+    KK__DB_K,       /* [B,Hkv,S,D] */
+    KK__DB_V,       /* [B,Hkv,S,D] */
+    KK__DB_QR,      /* rotated q [B,Hq,S,D] */
+    KK__DB_KR,      /* rotated k [B,Hkv,S,D] */
+    KK__DB_KC,      /* the layer's k cache [B,Hkv,S_max,D] */
+    KK__DB_VC,      /* the layer's v cache */
+    KK__DB_OT,      /* attention output [T,Hq*D] (written as [B,Hq,S,D] strided) */
+    KK__DB_A,       /* a projection back to hidden [T,hidden] */
+    KK__DB_G,       /* gate [T,I] */
+    KK__DB_U,       /* up [T,I] */
+    KK__DB_ACT,     /* silu(gate) * up [T,I] */
+    KK__DB_SCRATCH, /* the discarded norm of KK__DS_ADD [T,hidden] */
+    KK__DB_W_Q,
+    KK__DB_W_K,
+    KK__DB_W_V,
+    KK__DB_W_O,
+    KK__DB_W_GATE,
+    KK__DB_W_UP,
+    KK__DB_W_DOWN,
+    KK__DB_W_IN_NORM,
+    KK__DB_W_POST_NORM,
+    KK__DB_COUNT
+} kk__dbuf;
+
+#define KK__DSTEP_MAX_IN 4
+#define KK__DSTEP_MAX_OUT 3
+#define KK__DPLAN_MAX_STEPS 32
+
+typedef struct kk__dstep {
+    const char *name; /* "q_proj", "rope q", ... */
+    kk__dstep_op op;
+    kk__dbuf in[KK__DSTEP_MAX_IN];
+    kk__dbuf out[KK__DSTEP_MAX_OUT];
+} kk__dstep;
+
+typedef struct kk__dplan {
+    kk_opt_level level;
+    int n;
+    kk__dstep steps[KK__DPLAN_MAX_STEPS];
+} kk__dplan;
+
+/* The plan of one decoder layer at `level`. */
+void kk__dplan_build(kk_opt_level level, kk__dplan *plan);
+
+/* The op a step calls, as the plan text names it ("kk_linear", ...). */
+const char *kk__dstep_op_name(kk__dstep_op op);
+
+/* A buffer's name as the plan text shows it. */
+const char *kk__dbuf_name(kk__dbuf b);
+
+/* The plan as text (malloc'd), NULL when out of memory. */
+char *kk__dplan_text(const kk__dplan *plan, const kk_model_config *cfg, const char *device,
+                     kk_dtype dtype);
+
+#define KK__DLAYER_WEIGHTS 9
+
+struct kk_decoder {
+    kk_model_config cfg;
+    char device[16];
+    kk_dtype dtype;
+    int max_batch, max_seq;
+    kk__dplan plan;
+    char *plan_text;
+    int64_t layers;
+    /* per layer: the weights in the order KK__DB_W_Q .. KK__DB_W_POST_NORM,
+     * then the caches */
+    kk_tensor **weights; /* [layers * KK__DLAYER_WEIGHTS] */
+    kk_tensor **k_cache, **v_cache;
+    /* the globals on the device, each NULL when absent; lm_head may be embed
+     * itself (tied: freed once) */
+    kk_tensor *embed, *norm, *lm_head;
+    /* flat work buffers, one per activation id, max_batch * max_seq tokens */
+    kk_tensor *buf[KK__DB_COUNT];
+    kk_tensor *seqlens; /* int32 [max_batch] on the device (rope_kv_append) */
+    int64_t batch;      /* batch of the cached tokens (0 when empty) */
+    int64_t length;     /* tokens cached per sequence */
+};
+
+/* Run the layers over hidden_in [B,S,hidden] (decoder_run.c). */
+kk_status kk__decoder_run(const char *func, kk_decoder *d, const kk_tensor *hidden_in,
+                          kk_tensor *hidden_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
