@@ -13,20 +13,12 @@ part=${PART:-all}
 LOGS=/tmp/kk-fp8
 mkdir -p "$out" "$LOGS"
 trap 'tar czf "$out/fp8-$part.tgz" -C /tmp kk-fp8' EXIT
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
-ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
-[ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
+. "$(dirname "$0")/device-lib.sh"
+kk_dev_setup
 nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
 b=${BUILD:-build-fp8}
 echo "== build $(cat .commit 2>/dev/null)"
-cmake -S . -B $b -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
-  -DKK_GIT_COMMIT_OVERRIDE="$(cat .commit 2>/dev/null)" \
-  -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
-  -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
-  -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$ob" > "$LOGS/build.log" 2>&1 &&
-cmake --build $b -j"$(nproc)" --target kernelkit_cli test_cuda_fp8_gemm >> "$LOGS/build.log" 2>&1 ||
-  { grep -E "error" -A3 "$LOGS/build.log" | head -30; exit 1; }
+kk_dev_build $b "$LOGS/build.log" kernelkit_cli test_cuda_fp8_gemm || exit 1
 k=./$b/kernelkit
 
 if [ "$part" != bench ]; then

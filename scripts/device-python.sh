@@ -16,22 +16,14 @@ out=${OUT:-/tmp/kk-out}
 L=/tmp/kk-python
 mkdir -p "$out" "$L"
 trap 'tar czf "$out/python.tgz" -C /tmp kk-python' EXIT
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/lib:${LD_LIBRARY_PATH:-}
-ob=$(ldconfig -p | awk '/libopenblas[^ ]*\.so/ {print $NF; exit}')
-[ -n "$ob" ] || ob=$deps/lib/libopenblas.so.0
+. "$(dirname "$0")/device-lib.sh"
+kk_dev_setup
 b=${BUILD:-build-py}
 py=python3
 $py -c "import torch, transformers, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" | tee "$L/versions.txt"
 
 echo "== build ($(cat .commit 2>/dev/null)) in $b"
-{ [ -e "$b/CMakeCache.txt" ] ||
-  cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Release -DKK_BUILD_EXAMPLES=OFF -DKK_CUDA_ARCHS="${KK_CUDA_ARCHS:-90a}" \
-    -DCJSON_INCLUDE_DIR="$deps/include" -DCJSON_LIBRARY="$deps/lib/libcjson.so" \
-    -DCMOCKA_INCLUDE_DIR="$deps/include" -DCMOCKA_LIBRARY="$deps/lib/libcmocka.so" \
-    -DOPENBLAS_INCLUDE_DIR="$deps/include/openblas" -DOPENBLAS_LIBRARY="$ob"; } > "$L/build.log" 2>&1 &&
-cmake --build "$b" -j"$(nproc)" --target kernelkit kernelkit_cli >> "$L/build.log" 2>&1 ||
-  { grep -E "error" -A3 "$L/build.log" | head -40; exit 1; }
+kk_dev_build "$b" "$L/build.log" kernelkit kernelkit_cli || exit 1
 lib=$PWD/$b/libkernelkit.so
 export PYTHONUNBUFFERED=1
 
