@@ -90,6 +90,20 @@ KK_API kk_status kk_attention(const kk_tensor *q, const kk_tensor *k, const kk_t
                               kk_tensor *o, kk_tensor *lse, const kk_attention_options *opt,
                               kk_stream stream);
 
+/* The backward pass of kk_attention: dq, dk, dv from q, k, v, the forward's o
+ * and its lse (f32 [B,Hq,Sq], as kk_attention wrote it: P is recomputed as
+ * exp(scale q.k - lse)) and dout = dL/do [B,Hq,Sq,D]. dq has q's shape, dk and
+ * dv k's; for GQA a kv head's dk, dv sum over the query heads of its group. opt
+ * must be the forward's (mask, windows, scale, dropout p, seed and offset: the
+ * same Philox mask is applied). Rows that saw no key get zero dq. One dtype,
+ * f32, f16 or bf16, with f32 accumulation. No CUDA kernel yet (kk_op_run's
+ * CPU fallback serves other devices). docs/kernels/attention.md, "Backward". */
+KK_API kk_status kk_attention_backward(const kk_tensor *q, const kk_tensor *k, const kk_tensor *v,
+                                       const kk_tensor *o, const kk_tensor *dout,
+                                       const kk_tensor *lse, kk_tensor *dq, kk_tensor *dk,
+                                       kk_tensor *dv, const kk_attention_options *opt,
+                                       kk_stream stream);
+
 /* Attention over a packed batch of variable-length sequences, as
  * FlashAttention's flash_attn_varlen_func: sequence s holds query rows
  * cu_seqlens_q[s] .. cu_seqlens_q[s+1]-1 and keys cu_seqlens_k[s] ..
@@ -268,6 +282,22 @@ typedef enum kk_fp8_scaling {
 KK_API kk_status kk_fp8_gemm_scaled(const kk_tensor *a, const kk_tensor *b,
                                     const kk_tensor *scale_a, const kk_tensor *scale_b,
                                     kk_tensor *c, kk_fp8_scaling scaling, kk_stream stream);
+
+/* Linear with FP8 compute (the `fp8_linear` op): x quantized to fp8_e4m3 on
+ * the fly exactly as kk_quantize would, then
+ *   y = act(dequant(x_q) . dequant(w)^T + bias) [+ residual]
+ * x [M,K], bias [N] or NULL, residual [M,N] or NULL (may be y itself), y
+ * [M,N]: one dtype, f32, f16 or bf16. w fp8_e4m3 [N,K] quantized ahead, with
+ * w_scales f32 as `scaling` says:
+ *   ROWWISE  x one scale per row (token), w_scales [N] (per output channel)
+ *   BLOCK    x one scale per 1x128 group, w_scales [ceil(N/128),ceil(K/128)]:
+ *            kk_quantize's KK_SCALE_128X128 of w, passed as is
+ * f32 accumulation; KK_FP8_SCALING_TENSOR is not taken. inf/NaN in x:
+ * KK_ERR_QUANTIZATION. Runs regardless of hardware.nvidia.fp8_enabled (an
+ * explicit call is the caller's choice; docs/configuration.md). */
+KK_API kk_status kk_fp8_linear(const kk_tensor *x, const kk_tensor *w, const kk_tensor *w_scales,
+                               const kk_tensor *bias, const kk_tensor *residual, kk_tensor *y,
+                               kk_activation act, kk_fp8_scaling scaling, kk_stream stream);
 
 /* NVFP4 weights times bf16 activations (a Linear layer with NVFP4 weights at
  * decode time): y[m,n] = sum_k x[m,k] w[n,k] sw[n,k/16] gw. x bf16 [M,K] with

@@ -90,6 +90,13 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
 /* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
 void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);
 
+/* fp8_linear's quantization of x [M,K] (f32, f16 or bf16) on the CPU, by
+ * kk_quantize's CPU code a row at a time: block (1) KK_SCALE_1X128, scales
+ * [M, ceil(K/128)]; rowwise (0) its per-tensor rule on each row, scales [M].
+ * KK_ERR_QUANTIZATION for inf/NaN in x (q is then unspecified). */
+kk_status kk__fp8_linear_quantize_x_cpu(const void *x, kk_dtype dt, int64_t M, int64_t K, int block,
+                                        uint8_t *q, float *scales);
+
 /* ---- vectorizable math (no calls, no branches in the element path) ---- */
 
 /* c ? a : b on bits. gcc (with its default -ftrapping-math) turns a float

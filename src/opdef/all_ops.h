@@ -5,9 +5,11 @@
 
 #include "opdef/add_rmsnorm.h"
 #include "opdef/attention.h"
+#include "opdef/attention_backward.h"
 #include "opdef/attention_varlen.h"
 #include "opdef/convert.h"
 #include "opdef/fp8_gemm.h"
+#include "opdef/fp8_linear.h"
 #include "opdef/gemm.h"
 #include "opdef/layernorm.h"
 #include "opdef/linear.h"

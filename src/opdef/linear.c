@@ -88,7 +88,7 @@ kk_status kk__linear_reference(const kk_op_params *p, const double *const *in, d
 }
 
 /* d act / dx, exact in double (relu: 0 or 1, 1 at 0). */
-static double activation_slope(int act, double x) {
+double kk__activation_slope_f64(int act, double x) {
     const double sqrt_half = 0.70710678118654752440, sqrt_2_over_pi = 0.79788456080286535588;
     const double inv_sqrt_2pi = 0.39894228040143267794;
     switch (act) {
@@ -140,14 +140,14 @@ kk_status kk__linear_magnitude(const kk_op_params *p, const double *const *in, d
                  * 1-Lipschitz: slope 1 there, not the one-sided 0. */
                 const double slope = act == KK__ACT_RELU && h < 0.0 && h >= -KK__ACC_TF32 * mh
                                          ? 1.0
-                                         : activation_slope(act, h);
+                                         : kk__activation_slope_f64(act, h);
                 my[m * N + n] = fabs(slope) * mh;
                 continue;
             }
             const double u = dot_bias(x, w_up, bias_up, m, n, K);
             const double mu = dot_bias_magnitude(x, w_up, bias_up, m, n, K);
             my[m * N + n] = fabs(kk__activation_f64(KK__ACT_SILU, h)) * mu +
-                            fabs(u * activation_slope(KK__ACT_SILU, h)) * mh;
+                            fabs(u * kk__activation_slope_f64(KK__ACT_SILU, h)) * mh;
         }
     return KK_OK;
 }

@@ -39,6 +39,8 @@ typedef struct kk__linear_layout {
 kk__linear_layout kk__linear_layout_of(const kk_op_params *p);
 /* The scalar activation (not SwiGLU, which takes two values). */
 double kk__activation_f64(int act, double x);
+/* Its derivative, exact in double (relu: 0 or 1, 1 at 0), for magnitude hooks. */
+double kk__activation_slope_f64(int act, double x);
 
 extern const kk_op kk__op_linear;
 

@@ -159,3 +159,10 @@ extern "C" kk_status kk__fp8_gemm_cuda(const kk_op_params *p, kk_tensor *const *
 }
 
 extern "C" const kk__slot kk__fp8_gemm_cuda_slot = {kk__fp8_gemm_cuda, 0};
+
+// 1 when the Hopper kernel can run on the current device (fp8_linear.cu asks
+// before it queues its quantization, so that it declines with nothing queued).
+extern "C" int kk__fp8_gemm_cuda_ready(void) {
+    return kk_cuda::sm90a_ready<
+        kk_fp8::fp8_gemm_sm90_kernel<kk_fp8::kE4M3, kk_fp8::kE4M3, float, true>>();
+}
