@@ -124,40 +124,10 @@ static void new_params_pass(void **state) {
 
 /* ---- the same inputs on the CPU twin and the GPU; strided rows ---- */
 
-typedef struct set {
-    kk_op_params p;
-    int n;
-    kk_op_tensor d[KK_OP_MAX_TENSORS];
-    kk_tensor *host[KK_OP_MAX_TENSORS], *dev[KK_OP_MAX_TENSORS];
-} set;
-
-static void set_open(set *s, const char *op, const char *text, uint64_t seed) {
-    kk_assert_ok(kk_op_params_parse(kk_test_op(op), text, &s->p));
-    kk_assert_ok(kk_op_tensors(&s->p, s->d, &s->n));
-    void *raw[KK_OP_MAX_TENSORS];
-    for (int k = 0; k < s->n; k++) {
-        kk_assert_ok(
-            kk_tensor_create("cpu", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->host[k]));
-        kk_assert_ok(
-            kk_tensor_create("cuda:0", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->dev[k]));
-        raw[k] = s->host[k]->data;
-    }
-    kk_assert_ok(kk_case_fill_inputs(&s->p, seed, KK_DIST_FULL, raw));
-    for (int k = 0; k < s->n; k++)
-        if (!s->d[k].is_output) kk_assert_ok(kk_tensor_copy(s->dev[k], s->host[k]));
-}
-
-static void set_close(set *s) {
-    for (int k = 0; k < s->n; k++) {
-        kk_tensor_destroy(s->host[k]);
-        kk_tensor_destroy(s->dev[k]);
-    }
-}
-
 static size_t bytes_of(const kk_op_tensor *d) { return kk_dtype_bytes(d->dtype, (size_t)d->numel); }
 
 /* Output k of the last GPU run into a new host buffer. */
-static unsigned char *gpu_output(set *s, int k) {
+static unsigned char *gpu_output(kk_test_pair *s, int k) {
     unsigned char *b = malloc(bytes_of(&s->d[k]));
     kk_assert_ok(kk_tensor_copy(s->host[k], s->dev[k]));
     memcpy(b, s->host[k]->data, bytes_of(&s->d[k]));
@@ -198,8 +168,8 @@ static void twin_and_gpu_agree(void **state) {
         for (int d = 0; d < 3; d++) {
             char text[160];
             snprintf(text, sizeof text, "%s dtype=%s", cases[c].text, dtypes[d]);
-            set s;
-            set_open(&s, cases[c].op, text, 50 + c);
+            kk_test_pair s;
+            kk_test_pair_open(&s, "cuda:0", cases[c].op, text, 50 + c);
             kk_assert_ok(kk_op_run(&s.p, s.host, NULL)); /* the CPU twin */
             kk_assert_ok(kk_op_run(&s.p, s.dev, NULL));
             kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
@@ -229,7 +199,7 @@ static void twin_and_gpu_agree(void **state) {
                 free(gpu);
                 free(cpu64);
             }
-            set_close(&s);
+            kk_test_pair_close(&s);
         }
 }
 
@@ -248,8 +218,8 @@ static void strided_rows_match(void **state) {
         for (int d = 0; d < 3; d++) {
             char text[160];
             snprintf(text, sizeof text, "%s dtype=%s", cases[c][1], dtypes[d]);
-            set s;
-            set_open(&s, cases[c][0], text, 80 + c);
+            kk_test_pair s;
+            kk_test_pair_open(&s, "cuda:0", cases[c][0], text, 80 + c);
             unsigned char *want[KK_OP_MAX_TENSORS] = {0};
             kk_assert_ok(kk_op_run(&s.p, s.dev, NULL));
             kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
@@ -315,7 +285,7 @@ static void strided_rows_match(void **state) {
                 }
                 free(want[k]);
             }
-            set_close(&s);
+            kk_test_pair_close(&s);
         }
 }
 

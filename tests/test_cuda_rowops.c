@@ -93,36 +93,7 @@ static void rope_passes(void **state) {
 
 /* ---- the same inputs on the CPU twin and the GPU; strided rows ---- */
 
-typedef struct set {
-    kk_op_params p;
-    int n;
-    kk_op_tensor d[KK_OP_MAX_TENSORS];
-    kk_tensor *host[KK_OP_MAX_TENSORS], *dev[KK_OP_MAX_TENSORS];
-} set;
-
-static void set_open(set *s, const char *op, const char *text, uint64_t seed) {
-    kk_assert_ok(kk_op_params_parse(kk_test_op(op), text, &s->p));
-    kk_assert_ok(kk_op_tensors(&s->p, s->d, &s->n));
-    void *raw[KK_OP_MAX_TENSORS];
-    for (int k = 0; k < s->n; k++) {
-        kk_assert_ok(
-            kk_tensor_create("cpu", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->host[k]));
-        kk_assert_ok(
-            kk_tensor_create("cuda:0", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->dev[k]));
-        raw[k] = s->host[k]->data;
-    }
-    kk_assert_ok(kk_case_fill_inputs(&s->p, seed, KK_DIST_FULL, raw));
-    for (int k = 0; k < s->n - 1; k++) kk_assert_ok(kk_tensor_copy(s->dev[k], s->host[k]));
-}
-
-static void set_close(set *s) {
-    for (int k = 0; k < s->n; k++) {
-        kk_tensor_destroy(s->host[k]);
-        kk_tensor_destroy(s->dev[k]);
-    }
-}
-
-static size_t out_bytes(const set *s) {
+static size_t out_bytes(const kk_test_pair *s) {
     return (size_t)kk_dtype_bytes(s->d[s->n - 1].dtype, s->d[s->n - 1].numel);
 }
 
@@ -145,8 +116,8 @@ static void twin_and_gpu_agree(void **state) {
         for (int d = 0; d < 3; d++) {
             char text[160];
             snprintf(text, sizeof text, "%s dtype=%s", cases[c][1], dtypes[d]);
-            set s;
-            set_open(&s, cases[c][0], text, 50 + c);
+            kk_test_pair s;
+            kk_test_pair_open(&s, "cuda:0", cases[c][0], text, 50 + c);
             const kk_dtype dt = s.d[s.n - 1].dtype;
             const size_t n = (size_t)s.d[s.n - 1].numel, bytes = out_bytes(&s);
             unsigned char *cpu = malloc(bytes), *gpu = malloc(bytes);
@@ -171,7 +142,7 @@ static void twin_and_gpu_agree(void **state) {
             free(cpu);
             free(gpu);
             free(cpu64);
-            set_close(&s);
+            kk_test_pair_close(&s);
         }
 }
 
@@ -193,8 +164,8 @@ static void strided_rows_match(void **state) {
         for (int d = 0; d < 3; d++) {
             char text[160];
             snprintf(text, sizeof text, "%s dtype=%s", cases[c][1], dtypes[d]);
-            set s;
-            set_open(&s, cases[c][0], text, 80 + c);
+            kk_test_pair s;
+            kk_test_pair_open(&s, "cuda:0", cases[c][0], text, 80 + c);
             const int last = s.n - 1;
             const kk_op_tensor *yd = &s.d[last];
             const kk_dtype dt = yd->dtype;
@@ -257,7 +228,7 @@ static void strided_rows_match(void **state) {
             free(host);
             free(back);
             free(want);
-            set_close(&s);
+            kk_test_pair_close(&s);
         }
 }
 

@@ -69,6 +69,30 @@ kk_case_result kk_test_run_case_on(const char *device, const kk_op *row, const c
     return r;
 }
 
+void kk_test_pair_open(kk_test_pair *s, const char *device, const char *op, const char *text,
+                       uint64_t seed) {
+    kk_assert_ok(kk_op_params_parse(kk_test_op(op), text, &s->p));
+    kk_assert_ok(kk_op_tensors(&s->p, s->d, &s->n));
+    void *raw[KK_OP_MAX_TENSORS];
+    for (int k = 0; k < s->n; k++) {
+        kk_assert_ok(
+            kk_tensor_create("cpu", s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->host[k]));
+        kk_assert_ok(
+            kk_tensor_create(device, s->d[k].dtype, s->d[k].ndim, s->d[k].shape, &s->dev[k]));
+        raw[k] = s->host[k]->data;
+    }
+    kk_assert_ok(kk_case_fill_inputs(&s->p, seed, KK_DIST_FULL, raw));
+    for (int k = 0; k < s->n; k++)
+        if (!s->d[k].is_output) kk_assert_ok(kk_tensor_copy(s->dev[k], s->host[k]));
+}
+
+void kk_test_pair_close(kk_test_pair *s) {
+    for (int k = 0; k < s->n; k++) {
+        kk_tensor_destroy(s->host[k]);
+        kk_tensor_destroy(s->dev[k]);
+    }
+}
+
 kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op_kernel_fn kernel,
                                     uint64_t seed) {
     const kk_op *found;

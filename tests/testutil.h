@@ -54,6 +54,20 @@ const kk_op *kk_test_op(const char *name);
 kk_case_result kk_test_run_case_on(const char *device, const kk_op *row, const char *text,
                                    uint64_t seed);
 
+/* One case's tensors twice, on the CPU and on `device`, the inputs drawn on
+ * the host from `seed` and copied to the device (outputs left as made): a
+ * kernel's result compared with its CPU twin's on the same inputs. */
+typedef struct kk_test_pair {
+    kk_op_params p;
+    int n;
+    kk_op_tensor d[KK_OP_MAX_TENSORS];
+    kk_tensor *host[KK_OP_MAX_TENSORS], *dev[KK_OP_MAX_TENSORS];
+} kk_test_pair;
+
+void kk_test_pair_open(kk_test_pair *s, const char *device, const char *op, const char *text,
+                       uint64_t seed);
+void kk_test_pair_close(kk_test_pair *s);
+
 /* Write `text` to a new temporary file; returns its path (static buffer). */
 const char *kk_test_write_temp(const char *text, size_t len);
 

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/tensor_borrow.h"
 #include "core/tensor_internal.h"
 
 /* ---- checked arithmetic ---- */
@@ -177,6 +178,20 @@ kk_tensor *kk__tensor_new_desc(const char *func, kk_dtype dtype, int ndim, const
     t->device_kind = kind;
     t->device_index = index;
     snprintf(t->device, sizeof t->device, "%s", device);
+    return t;
+}
+
+kk_tensor *kk__tensor_borrow(kk_tensor *t, const kk_tensor *like, kk_dtype dtype, int ndim,
+                             const int64_t *shape, void *data) {
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+    kk__contiguous_strides(ndim, shape, t->strides);
+    t->data = data;
+    t->device_kind = like->device_kind;
+    t->device_index = like->device_index;
+    memcpy(t->device, like->device, sizeof t->device);
     return t;
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/quant_internal.h"
 #include "core/threads.h"
+#include "core/tensor_borrow.h"
 #include "cpu/cpu_gemm_internal.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/fp8_linear.h"
@@ -40,23 +41,6 @@ kk_status kk__fp8_linear_quantize_x_cpu(const void *x, kk_dtype dt, int64_t M, i
                                "x holds NaN or an infinity: it cannot be scaled into fp8_e4m3, "
                                "as kk_quantize refuses it")
                : KK_OK;
-}
-
-/* A contiguous CPU tensor over `data` (borrowed), for the fp8_gemm kernel. */
-static kk_tensor *host_view(kk_tensor *t, kk_dtype dt, int ndim, const int64_t *shape, void *data) {
-    memset(t, 0, sizeof *t);
-    t->dtype = dt;
-    t->ndim = ndim;
-    int64_t stride = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        t->shape[d] = shape[d];
-        t->strides[d] = stride;
-        stride *= shape[d];
-    }
-    t->data = data;
-    t->device_kind = KK_BACKEND_CPU;
-    memcpy(t->device, "cpu", 4);
-    return t;
 }
 
 static inline float relu(float v) { return kk__select(v > 0.0f, v, 0.0f); }
@@ -120,9 +104,10 @@ kk_status kk__fp8_linear_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stre
     gp.i[KK__FP8_C_DTYPE] = KK_DTYPE_F32;
     gp.i[KK__FP8_SCALING] = scaling;
     kk_tensor va, vsa, vc;
-    kk_tensor *gt[5] = {host_view(&va, KK_DTYPE_FP8_E4M3, 2, (int64_t[]){M, K}, xq), t[l.w],
-                        host_view(&vsa, KK_DTYPE_F32, G == 1 ? 1 : 2, (int64_t[]){M, G}, sx),
-                        t[l.w_scales], host_view(&vc, KK_DTYPE_F32, 2, (int64_t[]){M, N}, h)};
+    kk_tensor *gt[5] = {
+        kk__tensor_borrow(&va, t[l.x], KK_DTYPE_FP8_E4M3, 2, (int64_t[]){M, K}, xq), t[l.w],
+        kk__tensor_borrow(&vsa, t[l.x], KK_DTYPE_F32, G == 1 ? 1 : 2, (int64_t[]){M, G}, sx),
+        t[l.w_scales], kk__tensor_borrow(&vc, t[l.x], KK_DTYPE_F32, 2, (int64_t[]){M, N}, h)};
     if ((st = kk__fp8_gemm_cpu(&gp, gt, s)) != KK_OK) goto done;
     const void *r = l.residual >= 0 ? t[l.residual]->data : NULL;
     void *y = t[l.y]->data;

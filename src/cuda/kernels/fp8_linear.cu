@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/tensor_borrow.h"
 #include "core/quant_internal.h"
 #include "kernelkit/memory.h"
 #include "cuda/cuda_kernels.h"
@@ -66,25 +67,6 @@ cudaError_t epilogue(const float *h, const void *bias, const void *res, void *y,
                                                    static_cast<const T *>(res), static_cast<T *>(y),
                                                    M, N, act);
     return cudaGetLastError();
-}
-
-// A contiguous view of device memory for the fp8_gemm slot.
-kk_tensor *view(kk_tensor *t, const kk_tensor *like, kk_dtype dt, int ndim, const int64_t *shape,
-                void *data) {
-    memset(t, 0, sizeof *t);
-    t->dtype = dt;
-    t->ndim = ndim;
-    int64_t stride = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        t->shape[d] = shape[d];
-        t->strides[d] = stride;
-        stride *= shape[d];
-    }
-    t->data = data;
-    t->device_kind = like->device_kind;
-    t->device_index = like->device_index;
-    memcpy(t->device, like->device, sizeof t->device);
-    return t;
 }
 
 size_t round256(size_t n) { return (n + 255) / 256 * 256; }
@@ -155,9 +137,10 @@ extern "C" kk_status kk__fp8_linear_cuda(const kk_op_params *p, kk_tensor *const
             gp.i[KK__FP8_SCALING] = KK__FP8_BLOCK;
             kk_tensor va, vsa, vc;
             const int64_t sshape[2] = {M, G}, cshape[2] = {M, N};
-            kk_tensor *gt[5] = {view(&va, t[l.x], KK_DTYPE_FP8_E4M3, 2, xshape, xq), t[l.w],
-                                view(&vsa, t[l.x], KK_DTYPE_F32, 2, sshape, sx), t[l.w_scales],
-                                view(&vc, t[l.x], KK_DTYPE_F32, 2, cshape, h)};
+            kk_tensor *gt[5] = {
+                kk__tensor_borrow(&va, t[l.x], KK_DTYPE_FP8_E4M3, 2, xshape, xq), t[l.w],
+                kk__tensor_borrow(&vsa, t[l.x], KK_DTYPE_F32, 2, sshape, sx), t[l.w_scales],
+                kk__tensor_borrow(&vc, t[l.x], KK_DTYPE_F32, 2, cshape, h)};
             st = kk__fp8_gemm_cuda(&gp, gt, stream);
         }
     }
