@@ -15,11 +15,9 @@ extern "C" {
 #define KK_CUDA_OPS(X) \
     X(attention) X(attention_varlen) X(nvfp4_gemv) X(convert) X(gemm) X(linear) \
     X(rmsnorm) X(layernorm) X(softmax) X(rope) \
-    X(add_rmsnorm) X(rmsnorm_fp8) X(silu_mul) X(rope_kv_append) X(fp8_gemm)
+    X(add_rmsnorm) X(rmsnorm_fp8) X(silu_mul) X(rope_kv_append) X(fp8_gemm) \
+    X(attention_backward) X(fp8_linear)
 /* clang-format on */
-/* fp8_linear's slot (kernels/fp8_linear.cu: quantize, fp8_gemm, epilogue) is
- * compiled but joins the list only after its first run on a GPU
- * (tests/test_cuda_fp8_linear.c): until then CUDA tensors take the CPU kernel. */
 
 #define KK__CUDA_SLOT_DECL(name) extern const kk__slot kk__##name##_cuda_slot;
 KK_CUDA_OPS(KK__CUDA_SLOT_DECL)
