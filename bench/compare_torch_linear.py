@@ -4,7 +4,8 @@
 For the gemm and linear cases of a kernelkit suite (bench/suites/gemm.json) this times,
 on the same shapes and dtype:
 
-  torch_linear           F.linear(x, W, b) then the activation (cuBLAS; bias in cuBLASLt)
+  torch_linear           F.linear(x, W, b) then the activation (cuBLAS; bias in cuBLASLt),
+                         then + r for residual=1 cases
   torch_addmm_gelu       torch._addmm_activation(b, x, W^T, use_gelu=True): cuBLASLt's GELU
                          epilogue (gelu_tanh and gelu_erf cases; cuBLASLt's GELU is tanh)
   torch_swiglu_eager     silu(F.linear(x, Wg, bg)) * F.linear(x, Wu, bu)
@@ -65,7 +66,11 @@ def main(suite_path, out_path):
                     runs["torch_swiglu_compile"] = lambda: compiled(x, w, wu, b, bu)
                 else:
                     f = ACTS[act]
-                    runs["torch_linear"] = lambda: f(F.linear(x, w, b))
+                    if p.get("residual", "0") == "1":  # y = act(x W^T + b) + r, one more kernel
+                        r = rand(m, n)
+                        runs["torch_linear"] = lambda: f(F.linear(x, w, b)) + r
+                    else:
+                        runs["torch_linear"] = lambda: f(F.linear(x, w, b))
                     if act.startswith("gelu") and b is not None:
                         runs["torch_addmm_gelu"] = lambda: torch._addmm_activation(
                             b, x, w.t(), use_gelu=True)

@@ -99,6 +99,34 @@ static void decode_kernel_passes(void **state) {
     unsetenv("KK_GEMM_KERNEL");
 }
 
+/* The skinny kernel (8 < M <= 64 with 16-byte rows): each of its three m16
+ * widths at both ends (9, 16, 17, 32, 33, 64), every activation, bias,
+ * residual, SwiGLU, N not a multiple of its 32 (SwiGLU 16) rows, K not a
+ * multiple of its 32-column chunks and past many chunks per warp. */
+static void skinny_kernel_passes(void **state) {
+    (void)state;
+    static const int ms[] = {9, 16, 17, 32, 33, 64};
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < 6; a++) {
+            char text[192];
+            snprintf(text, sizeof text, "M=%d N=%d K=%d bias=%d activation=%s dtype=%s residual=%d",
+                     ms[(a + d) % 6], 37 + 16 * (int)a, a == 5 ? 5000 : 264 + 8 * (int)a,
+                     (int)(a & 1), acts[a], dtypes[d], (int)(a / 2 % 2));
+            expect(kk_test_op("linear"), text, 2200 + 10 * d + a, KK_CASE_PASS);
+        }
+    for (int pipe = 0; pipe < 2; pipe++) { /* both forms at every M (KK_GEMM_SKINNY) */
+        setenv("KK_GEMM_SKINNY", pipe ? "pipe" : "plain", 1);
+        expect(kk_test_op("gemm"), "M=64 N=4099 K=4104 dtype=bf16", 2300, KK_CASE_PASS);
+        expect(kk_test_op("gemm"), "M=20 N=1000 K=16384 dtype=f16", 2301, KK_CASE_PASS);
+        expect(kk_test_op("linear"),
+               "M=12 N=77 K=328 bias=1 activation=swiglu dtype=bf16 residual=1", 2302,
+               KK_CASE_PASS);
+        expect(kk_test_op("linear"), "M=40 N=45 K=4104 bias=1 activation=gelu_erf dtype=f16", 2303,
+               KK_CASE_PASS);
+    }
+    unsetenv("KK_GEMM_SKINNY");
+}
+
 /* ---- f32: the exact FMA kernel (KK_TF32=0) and the TF32 one (KK_TF32=1) ---- */
 
 /* The case passes and the checker applied the row of the setting: acc
@@ -476,6 +504,7 @@ int main(void) {
         cmocka_unit_test(linear_every_form_passes),
         cmocka_unit_test(activation_tails_pass),
         cmocka_unit_test(decode_kernel_passes),
+        cmocka_unit_test(skinny_kernel_passes),
         cmocka_unit_test(f32_fma_passes),
         cmocka_unit_test(f32_tf32_passes),
         cmocka_unit_test(tf32_fails_the_strict_row),

@@ -34,37 +34,38 @@ template <int DT> __device__ __forceinline__ float rounded(float f) {
 }
 
 // h = round(x + residual) for elements [i, i + V): loads both, then stores h.
+// vec: the vector path (a compile-time constant in the register kernel).
 template <int DT>
 __device__ __forceinline__ void add_vec(const AddArgs &p, int64_t r, int64_t i,
-                                        float (&v)[Elem<DT>::kVec]) {
+                                        float (&v)[Elem<DT>::kVec], bool vec) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
     float res[V];
-    load<DT>(static_cast<const T *>(p.a.x) + r * p.a.xs, i, p.a.n, p.a.vec, v, 0.0f);
-    load<DT>(static_cast<const T *>(p.res) + r * p.rs, i, p.a.n, p.a.vec, res, 0.0f);
+    load<DT>(static_cast<const T *>(p.a.x) + r * p.a.xs, i, p.a.n, vec, v, 0.0f);
+    load<DT>(static_cast<const T *>(p.res) + r * p.rs, i, p.a.n, vec, res, 0.0f);
 #pragma unroll
     for (int j = 0; j < V; j++) v[j] = rounded<DT>(__fadd_rn(v[j], res[j]));
-    store<DT>(static_cast<T *>(p.h) + r * p.hs, i, p.a.n, p.a.vec, v);
+    store<DT>(static_cast<T *>(p.h) + r * p.hs, i, p.a.n, vec, v);
 }
 
 // y[i] = (h[i] * inv) * w[i], each product rounded as the CPU rounds it.
 template <int DT>
 __device__ __forceinline__ void write_y(const AddArgs &p, int64_t r, int64_t i, float inv,
-                                        float (&v)[Elem<DT>::kVec]) {
+                                        float (&v)[Elem<DT>::kVec], bool vec) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
     float w[V];
-    load_ro<DT>(p.a.w, i, p.a.n, p.a.vec, w);
+    load_ro<DT>(p.a.w, i, p.a.n, vec, w);
 #pragma unroll
     for (int j = 0; j < V; j++) v[j] = __fmul_rn(__fmul_rn(v[j], inv), w[j]);
-    store<DT>(static_cast<T *>(p.a.y) + r * p.a.ys, i, p.a.n, p.a.vec, v);
+    store<DT>(static_cast<T *>(p.a.y) + r * p.a.ys, i, p.a.n, vec, v);
 }
 
 __device__ __forceinline__ float inv_rms(float ss, const RowArgs &a) {
     return (float)(1.0 / sqrt((double)ss / (double)a.n + a.eps));
 }
 
-template <int DT, int G, int VPT>
+template <int DT, int G, int VPT, bool VEC>
 __global__ void __launch_bounds__(Group<G>::kThreads) add_rmsnorm_kernel(AddArgs p) {
     constexpr int V = Elem<DT>::kVec;
     __shared__ float red[32];
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) add_rmsnorm_kernel(AddArgs
     for (int64_t r = Group<G>::first_row(); r < p.a.rows; r += Group<G>::row_step()) {
         float v[VPT][V];
 #pragma unroll
-        for (int k = 0; k < VPT; k++) add_vec<DT>(p, r, (int64_t)(k * G + t) * V, v[k]);
+        for (int k = 0; k < VPT; k++) add_vec<DT>(p, r, (int64_t)(k * G + t) * V, v[k], VEC);
         float ss = 0.0f; // elements past n are 0
 #pragma unroll
         for (int k = 0; k < VPT; k++)
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) add_rmsnorm_kernel(AddArgs
 #pragma unroll
         for (int k = 0; k < VPT; k++) {
             const int64_t i = (int64_t)(k * G + t) * V;
-            if (i < p.a.n) write_y<DT>(p, r, i, inv, v[k]);
+            if (i < p.a.n) write_y<DT>(p, r, i, inv, v[k], VEC);
         }
     }
 }
@@ -97,7 +98,7 @@ template <int DT> __global__ void __launch_bounds__(1024) add_rmsnorm_long(AddAr
         double acc = 0.0;
         for (int64_t i = (int64_t)threadIdx.x * V; i < p.a.n; i += (int64_t)G * V) {
             float v[V];
-            add_vec<DT>(p, r, i, v);
+            add_vec<DT>(p, r, i, v, p.a.vec);
             float s = 0.0f;
 #pragma unroll
             for (int j = 0; j < V; j++) s = __fadd_rn(s, __fmul_rn(v[j], v[j]));
@@ -108,14 +109,15 @@ template <int DT> __global__ void __launch_bounds__(1024) add_rmsnorm_long(AddAr
         for (int64_t i = (int64_t)threadIdx.x * V; i < p.a.n; i += (int64_t)G * V) {
             float v[V];
             load<DT>(hr, i, p.a.n, p.a.vec, v, 0.0f);
-            write_y<DT>(p, r, i, inv, v);
+            write_y<DT>(p, r, i, inv, v, p.a.vec);
         }
     }
 }
 
 struct Kernels {
     static constexpr const char *kName = "add_rmsnorm";
-    template <int DT, int G, int VPT> static constexpr auto Rows = &add_rmsnorm_kernel<DT, G, VPT>;
+    template <int DT, int G, int VPT, bool VEC>
+    static constexpr auto Rows = &add_rmsnorm_kernel<DT, G, VPT, VEC>;
     template <int DT> static constexpr auto Long = &add_rmsnorm_long<DT>;
 };
 

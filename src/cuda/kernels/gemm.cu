@@ -1,7 +1,7 @@
 // The gemm and linear slots on CUDA: their tensors to the kernels' arguments
 // (strides read off the tensors), the choice of kernel (the GEMV for M <= 8,
-// Hopper's where the device and the tensor maps allow, else the sm_80-class
-// one; KK_GEMM_KERNEL=sm80|sm90 forces one; KK_GEMM_SM90=cluster|single picks
+// the skinny tensor-core kernel for M <= 64, Hopper's where the device and the
+// tensor maps allow, else the sm_80-class one; KK_GEMM_KERNEL=sm80|sm90 forces one; KK_GEMM_SM90=cluster|single picks
 // the Hopper kernel's form), the launch. bf16 and f16 here; f32 goes to
 // kk_gemm::launch_f32 (gemm_f32.cu: TF32 or exact FMA by the configuration).
 // docs/kernels/gemm.md.
@@ -20,6 +20,7 @@
 #include "cuda/kernels/gemm_gemv.cuh"
 #include "cuda/kernels/gemm_sm80.cuh"
 #include "cuda/kernels/gemm_sm90.cuh"
+#include "cuda/kernels/gemm_skinny.cuh"
 #include "cuda/kernels/launch_util.cuh"
 #include "cuda/kernels/tma_host.cuh"
 #include "opdef/gemm.h"
@@ -98,6 +99,34 @@ kk_status launch_gemv(const Args &a, cudaStream_t s, const char *op) {
     if (e == cudaSuccess) return KK_OK;
     return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, op, cudaGetErrorName(e), cudaGetErrorString(e),
                           "launching the gemv kernel failed");
+}
+
+// The skinny kernel for 8 < M <= 64: MT m16 tiles hold M. Its pipelined form
+// for MT >= 2, the plain one for MT = 1 (measured faster each where it runs);
+// KK_GEMM_SKINNY=plain|pipe forces one.
+template <typename T, int ACT, int MT, bool PIPE>
+kk_status launch_skinny_as(const Args &a, cudaStream_t s, const char *op) {
+    using S = kk_gemm::Skinny<ACT == kk_gemm::ACT_SWIGLU>;
+    cudaError_t e = kk_cuda::opt_in<kk_gemm::skinny_kernel<T, ACT, MT, PIPE>>(S::smem(MT));
+    if (e == cudaSuccess) {
+        const unsigned grid = (unsigned)((a.N + S::ROWS - 1) / S::ROWS);
+        kk_gemm::skinny_kernel<T, ACT, MT, PIPE>
+            <<<grid, kk_gemm::kSkinnyWarps * 32, S::smem(MT), s>>>(a);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) return KK_OK;
+    return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, op, cudaGetErrorName(e), cudaGetErrorString(e),
+                          "launching the skinny gemm kernel failed");
+}
+
+template <typename T, int ACT, int MT>
+kk_status launch_skinny(const Args &a, cudaStream_t s, const char *op) {
+    const char *e = getenv("KK_GEMM_SKINNY");
+    const bool pipe = e && strcmp(e, "pipe") == 0    ? true
+                      : e && strcmp(e, "plain") == 0 ? false
+                                                     : MT >= 2;
+    return pipe ? launch_skinny_as<T, ACT, MT, true>(a, s, op)
+                : launch_skinny_as<T, ACT, MT, false>(a, s, op);
 }
 
 // KK_GEMM_SM90=cluster: the Hopper kernel in 2-CTA clusters (else the
@@ -184,6 +213,17 @@ kk_status launch_act(const Args &a, bool aligned, cudaStream_t s, const char *op
         if (a.M == 2) return launch_gemv<T, ACT, 2>(a, s, op);
         if (a.M <= 4) return launch_gemv<T, ACT, 4>(a, s, op);
         return launch_gemv<T, ACT, 8>(a, s, op);
+    }
+    // 8 < M <= 64: the skinny kernel, unless the Hopper kernel's tiles alone
+    // fill the GPU (SwiGLU over a wide intermediate: measured as fast as cuBLAS)
+    constexpr int hopper_bn = kk_gemm::Sm90::BN<ACT == kk_gemm::ACT_SWIGLU>;
+    const bool hopper_fills =
+        (long long)((a.N + hopper_bn - 1) / hopper_bn) * 4 >= 3LL * kk_cuda::sm_count();
+    if (aligned && a.M <= 64 && !forced("sm80") && !forced("sm90") &&
+        !(hopper_fills && kk_cuda::sm90a_ready<kk_gemm::gemm_sm90_kernel<T, ACT>>())) {
+        if (a.M <= 16) return launch_skinny<T, ACT, 1>(a, s, op);
+        if (a.M <= 32) return launch_skinny<T, ACT, 2>(a, s, op);
+        return launch_skinny<T, ACT, 4>(a, s, op);
     }
     if (aligned && !forced("sm80") && kk_cuda::sm90a_ready<kk_gemm::gemm_sm90_kernel<T, ACT>>()) {
         cudaError_t e = cudaErrorNotSupported;

@@ -32,14 +32,15 @@ __device__ __forceinline__ float dev(float x, Mean2 mu) {
 }
 
 // y[i] = ((x - hi) - lo) * inv * w + b (or without w, b), rounded as the CPU.
+// vec: the vector path (a compile-time constant in the register kernel).
 template <int DT>
 __device__ __forceinline__ void write_vec(const RowArgs &a, void *yr, int64_t i, Mean2 mu,
-                                          float inv, float (&v)[Elem<DT>::kVec]) {
+                                          float inv, float (&v)[Elem<DT>::kVec], bool vec) {
     constexpr int V = Elem<DT>::kVec;
     if (a.w) {
         float w[V], b[V];
-        load_ro<DT>(a.w, i, a.n, a.vec, w);
-        load_ro<DT>(a.b, i, a.n, a.vec, b);
+        load_ro<DT>(a.w, i, a.n, vec, w);
+        load_ro<DT>(a.b, i, a.n, vec, b);
 #pragma unroll
         for (int j = 0; j < V; j++)
             v[j] = __fadd_rn(__fmul_rn(__fmul_rn(dev(v[j], mu), inv), w[j]), b[j]);
@@ -47,14 +48,14 @@ __device__ __forceinline__ void write_vec(const RowArgs &a, void *yr, int64_t i,
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = __fmul_rn(dev(v[j], mu), inv);
     }
-    store<DT>(yr, i, a.n, a.vec, v);
+    store<DT>(yr, i, a.n, vec, v);
 }
 
 __device__ __forceinline__ float inv_std(float s2, const RowArgs &a) {
     return (float)(1.0 / sqrt((double)s2 / (double)a.n + a.eps));
 }
 
-template <int DT, int G, int VPT>
+template <int DT, int G, int VPT, bool VEC>
 __global__ void __launch_bounds__(Group<G>::kThreads) layernorm_kernel(RowArgs a) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
@@ -66,22 +67,21 @@ __global__ void __launch_bounds__(Group<G>::kThreads) layernorm_kernel(RowArgs a
         T *yr = static_cast<T *>(a.y) + r * a.ys;
         float v[VPT][V];
 #pragma unroll
-        for (int k = 0; k < VPT; k++)
-            load<DT>(xr, (int64_t)(k * G + t) * V, a.n, a.vec, v[k], 0.0f);
+        for (int k = 0; k < VPT; k++) load<DT>(xr, (int64_t)(k * G + t) * V, a.n, VEC, v[k], 0.0f);
         const float x0 = to_f32<DT>(xr[0]);
         float s1 = 0.0f;
 #pragma unroll
         for (int k = 0; k < VPT; k++)
 #pragma unroll
             for (int j = 0; j < V; j++)
-                if ((k * G + t) * V + j < n) s1 = __fadd_rn(s1, __fsub_rn(v[k][j], x0));
+                if (elem_in<VEC>((k * G + t) * V, j, n)) s1 = __fadd_rn(s1, __fsub_rn(v[k][j], x0));
         const Mean2 mu = mean2(x0, group_sum<G>(s1, red), a.n);
         float s2 = 0.0f;
 #pragma unroll
         for (int k = 0; k < VPT; k++)
 #pragma unroll
             for (int j = 0; j < V; j++)
-                if ((k * G + t) * V + j < n) {
+                if (elem_in<VEC>((k * G + t) * V, j, n)) {
                     const float d = dev(v[k][j], mu);
                     s2 = __fadd_rn(s2, __fmul_rn(d, d));
                 }
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) layernorm_kernel(RowArgs a
 #pragma unroll
         for (int k = 0; k < VPT; k++) {
             const int64_t i = (int64_t)(k * G + t) * V;
-            if (i < a.n) write_vec<DT>(a, yr, i, mu, inv, v[k]);
+            if (i < a.n) write_vec<DT>(a, yr, i, mu, inv, v[k], VEC);
         }
     }
 }
@@ -132,14 +132,15 @@ template <int DT> __global__ void __launch_bounds__(1024) layernorm_long(RowArgs
         for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
             float v[V];
             load<DT>(xr, i, a.n, a.vec, v, 0.0f);
-            write_vec<DT>(a, yr, i, mu, inv, v);
+            write_vec<DT>(a, yr, i, mu, inv, v, a.vec);
         }
     }
 }
 
 struct Kernels {
     static constexpr const char *kName = "layernorm";
-    template <int DT, int G, int VPT> static constexpr auto Rows = &layernorm_kernel<DT, G, VPT>;
+    template <int DT, int G, int VPT, bool VEC>
+    static constexpr auto Rows = &layernorm_kernel<DT, G, VPT, VEC>;
     template <int DT> static constexpr auto Long = &layernorm_long<DT>;
 };
 

@@ -18,22 +18,23 @@ namespace {
 using namespace kk_rows;
 
 // y[i] = (x[i] * inv) * w[i], each product rounded as the CPU rounds it.
+// vec: the vector path (a compile-time constant in the register kernel).
 template <int DT>
 __device__ __forceinline__ void write_vec(const RowArgs &a, void *yr, int64_t i, float inv,
-                                          float (&v)[Elem<DT>::kVec]) {
+                                          float (&v)[Elem<DT>::kVec], bool vec) {
     constexpr int V = Elem<DT>::kVec;
     float w[V];
-    load_ro<DT>(a.w, i, a.n, a.vec, w);
+    load_ro<DT>(a.w, i, a.n, vec, w);
 #pragma unroll
     for (int j = 0; j < V; j++) v[j] = __fmul_rn(__fmul_rn(v[j], inv), w[j]);
-    store<DT>(yr, i, a.n, a.vec, v);
+    store<DT>(yr, i, a.n, vec, v);
 }
 
 __device__ __forceinline__ float inv_rms(float ss, const RowArgs &a) {
     return (float)(1.0 / sqrt((double)ss / (double)a.n + a.eps));
 }
 
-template <int DT, int G, int VPT>
+template <int DT, int G, int VPT, bool VEC>
 __global__ void __launch_bounds__(Group<G>::kThreads) rmsnorm_kernel(RowArgs a) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
@@ -44,8 +45,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) rmsnorm_kernel(RowArgs a) 
         T *yr = static_cast<T *>(a.y) + r * a.ys;
         float v[VPT][V];
 #pragma unroll
-        for (int k = 0; k < VPT; k++)
-            load<DT>(xr, (int64_t)(k * G + t) * V, a.n, a.vec, v[k], 0.0f);
+        for (int k = 0; k < VPT; k++) load<DT>(xr, (int64_t)(k * G + t) * V, a.n, VEC, v[k], 0.0f);
         float ss = 0.0f;
 #pragma unroll
         for (int k = 0; k < VPT; k++)
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) rmsnorm_kernel(RowArgs a) 
 #pragma unroll
         for (int k = 0; k < VPT; k++) {
             const int64_t i = (int64_t)(k * G + t) * V;
-            if (i < a.n) write_vec<DT>(a, yr, i, inv, v[k]);
+            if (i < a.n) write_vec<DT>(a, yr, i, inv, v[k], VEC);
         }
     }
 }
@@ -82,14 +82,15 @@ template <int DT> __global__ void __launch_bounds__(1024) rmsnorm_long(RowArgs a
         for (int64_t i = (int64_t)threadIdx.x * V; i < a.n; i += (int64_t)G * V) {
             float v[V];
             load<DT>(xr, i, a.n, a.vec, v, 0.0f);
-            write_vec<DT>(a, yr, i, inv, v);
+            write_vec<DT>(a, yr, i, inv, v, a.vec);
         }
     }
 }
 
 struct Kernels {
     static constexpr const char *kName = "rmsnorm";
-    template <int DT, int G, int VPT> static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT>;
+    template <int DT, int G, int VPT, bool VEC>
+    static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT, VEC>;
     template <int DT> static constexpr auto Long = &rmsnorm_long<DT>;
 };
 

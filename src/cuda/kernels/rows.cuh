@@ -5,6 +5,7 @@
 #ifndef KK_CUDA_KERNELS_ROWS_CUH
 #define KK_CUDA_KERNELS_ROWS_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -50,6 +51,24 @@ template <> __device__ __forceinline__ uint16_t from_f32<kF16>(float f) {
 }
 template <> __device__ __forceinline__ uint16_t from_f32<kBF16>(float f) {
     return kk_convert::f32bits_to_bf16(__float_as_uint(f));
+}
+
+// a and b rounded to 16 bits each, a in the low half (the lower address).
+template <int DT> __device__ __forceinline__ uint32_t pack2(float a, float b);
+template <> __device__ __forceinline__ uint32_t pack2<kBF16>(float a, float b) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+template <> __device__ __forceinline__ uint32_t pack2<kF16>(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+
+// Element j of the vector at `base` is in a row of n: with VEC (n a multiple
+// of the vector) the vector's test decides for all its elements, at compile
+// time per element.
+template <bool VEC> __device__ __forceinline__ bool elem_in(int64_t base, int j, int64_t n) {
+    return VEC ? base < n : base + j < n;
 }
 
 // Elements [i, i + kVec) of row p into f (elements at or past n: `fill`).
@@ -105,9 +124,17 @@ __device__ __forceinline__ void store(void *p, int64_t i, int64_t n, bool vec,
     if (vec) {
         if (i < n) {
             uint4 u;
-            T *e = reinterpret_cast<T *>(&u);
+            if constexpr (DT == kF32) {
+                u = make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
+                               __float_as_uint(f[3]));
+            } else {
+                // two elements a conversion (cvt.rn.{bf16,f16}x2.f32): round to
+                // nearest even as from_f32, except that a NaN comes out as the
+                // canonical NaN rather than keeping its sign and payload
+                uint32_t *w = reinterpret_cast<uint32_t *>(&u);
 #pragma unroll
-            for (int j = 0; j < V; j++) e[j] = from_f32<DT>(f[j]);
+                for (int j = 0; j < V / 2; j++) w[j] = pack2<DT>(f[2 * j], f[2 * j + 1]);
+            }
             *reinterpret_cast<uint4 *>(row + i) = u;
         }
     } else {
@@ -232,6 +259,11 @@ struct RowArgs {
 
 inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
+// Whether a launch takes the vector path: RowArgs' vec, or that of the RowArgs
+// inside an op's own arguments (add_rmsnorm's `a`).
+inline bool vec_of(const RowArgs &a) { return a.vec != 0; }
+template <class A> inline bool vec_of(const A &args) { return args.a.vec != 0; }
+
 // The tensors are those the parameters describe (kk_op_run has checked; a
 // harness bug must still not become a wild write): dtype, shape, on CUDA, the
 // innermost dimension contiguous (the slots take strided rows).
@@ -289,17 +321,26 @@ inline kk_status launch_status(const char *op, int64_t grid, int threads) {
 // longer than registers hold. Op names its kernels:
 //   struct Op {
 //       static constexpr const char *kName = "rmsnorm";
-//       template <int DT, int G, int VPT> static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT>;
+//       template <int DT, int G, int VPT, bool VEC>
+//       static constexpr auto Rows = &rmsnorm_kernel<DT, G, VPT, VEC>;
 //       template <int DT> static constexpr auto Long = &rmsnorm_long<DT>;
 //   };
+// VEC: the 16-byte vector path (a.vec), a template constant so that the
+// vector kernels carry no scalar twin and no per-element bounds tests.
 // A: RowArgs, or an op's own arguments with rows and n (add_rmsnorm's).
-template <class Op, int DT, int G, int VPT, class A>
-kk_status launch_shape(const A &a, cudaStream_t s) {
-    constexpr auto kernel = Op::template Rows<DT, G, VPT>;
+template <class Op, int DT, int G, int VPT, bool VEC, class A>
+kk_status launch_vec(const A &a, cudaStream_t s) {
+    constexpr auto kernel = Op::template Rows<DT, G, VPT, VEC>;
     constexpr int threads = Group<G>::kThreads, rpb = Group<G>::kRowsPerBlock;
     const unsigned grid = grid_for<kernel>((a.rows + rpb - 1) / rpb, threads);
     kernel<<<grid, threads, 0, s>>>(a);
     return launch_status(Op::kName, grid, threads);
+}
+
+template <class Op, int DT, int G, int VPT, class A>
+kk_status launch_shape(const A &a, cudaStream_t s) {
+    return vec_of(a) ? launch_vec<Op, DT, G, VPT, true>(a, s)
+                     : launch_vec<Op, DT, G, VPT, false>(a, s);
 }
 
 template <class Op, int DT, class A> kk_status launch_long(const A &a, cudaStream_t s) {

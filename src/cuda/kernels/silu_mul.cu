@@ -1,9 +1,11 @@
 // silu_mul on CUDA: y = silu(g) * u, silu(v) = v / (1 + e^-v), from one
 // packed gu [M, 2N] (g then u in each row) or two [M, N] inputs; f32 math.
 // Elementwise: each thread takes 16-byte vectors (row, column) over a
-// grid-stride loop, one read of g and u and one write of y. e^-v is the CPU
-// twin's polynomial (cpu_gemm_internal.h's kk__expf), every step rounded as
-// there, so y is the CPU's bits.
+// grid-stride loop, one read of g and u and one write of y. f32: e^-v is the
+// CPU twin's polynomial (cpu_gemm_internal.h's kk__expf), every step rounded
+// as there, so y is the CPU's bits. bf16 and f16: the hardware's exponential
+// and reciprocal (a few ulp of f32, far below the output's rounding, and an
+// eighth of the instructions: at full rows the kernel was bound by them).
 #include <cuda_runtime.h>
 
 #include <stdint.h>
@@ -47,28 +49,42 @@ __device__ __forceinline__ float silu(float v) {
     return __fdiv_rn(v, __fadd_rn(1.0f, cpu_expf(-v)));
 }
 
-template <int DT> __global__ void __launch_bounds__(256) silu_mul_kernel(SiluArgs a) {
+// v / (1 + e^-v) by ex2.approx and rcp.approx: 0 (signed) once e^-v
+// overflows, v once it underflows, NaN for NaN.
+__device__ __forceinline__ float silu_fast(float v) { return __fdividef(v, 1.0f + __expf(-v)); }
+
+template <int DT, bool VEC> __global__ void __launch_bounds__(256) silu_mul_kernel(SiluArgs a) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
-    const int64_t items = a.M * a.nv;
-    for (int64_t it = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; it < items;
-         it += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = it / a.nv, i = it % a.nv * V;
+    // item = r * nv + c; the grid stride is split once into rows and vectors,
+    // so the loop carries (r, c) without a 64-bit division per item
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t dr = stride / a.nv, dc = stride % a.nv;
+    for (int64_t r = first / a.nv, c = first % a.nv; r < a.M;) {
+        const int64_t i = c * V;
         float g[V], u[V];
-        load<DT>(static_cast<const T *>(a.g) + r * a.gs, i, a.N, a.vec, g, 0.0f);
-        load<DT>(static_cast<const T *>(a.u) + r * a.us, i, a.N, a.vec, u, 0.0f);
+        load<DT>(static_cast<const T *>(a.g) + r * a.gs, i, a.N, VEC, g, 0.0f);
+        load<DT>(static_cast<const T *>(a.u) + r * a.us, i, a.N, VEC, u, 0.0f);
 #pragma unroll
-        for (int j = 0; j < V; j++) g[j] = __fmul_rn(silu(g[j]), u[j]);
-        store<DT>(static_cast<T *>(a.y) + r * a.ys, i, a.N, a.vec, g);
+        for (int j = 0; j < V; j++)
+            g[j] = DT == kF32 ? __fmul_rn(silu(g[j]), u[j]) : silu_fast(g[j]) * u[j];
+        store<DT>(static_cast<T *>(a.y) + r * a.ys, i, a.N, VEC, g);
+        r += dr, c += dc;
+        if (c >= a.nv) c -= a.nv, r++;
     }
 }
 
-template <int DT> kk_status launch(const SiluArgs &a, cudaStream_t s) {
-    constexpr auto kernel = &silu_mul_kernel<DT>;
+template <int DT, bool VEC> kk_status launch_vec(const SiluArgs &a, cudaStream_t s) {
+    constexpr auto kernel = &silu_mul_kernel<DT, VEC>;
     const int64_t blocks = (a.M * a.nv + 255) / 256;
     const unsigned grid = grid_for<kernel>(blocks, 256);
     kernel<<<grid, 256, 0, s>>>(a);
     return launch_status("silu_mul", grid, 256);
+}
+
+template <int DT> kk_status launch(const SiluArgs &a, cudaStream_t s) {
+    return a.vec ? launch_vec<DT, true>(a, s) : launch_vec<DT, false>(a, s);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
-// softmax on CUDA: y = softmax(x * scale) along each row, f32 math, the CPU
-// twin's arithmetic: the row's maximum on order-preserving integer keys (a NaN
-// makes the row NaN), e^((x - max) * scale) by the same polynomial, one
+// softmax on CUDA: y = softmax(x * scale) along each row, f32 math: the
+// row's maximum (a NaN makes the row NaN), e^((x - max) * scale) by the CPU
+// twin's polynomial for f32 outputs and by the hardware's ex2.approx for bf16
+// and f16 ones (far below their rounding, a fifth of the instructions), one
 // division per row. One read of x and one write of y up to 16384 elements
 // (the exponentials wait in registers); longer rows re-read x (three passes).
 // The sum runs per thread, then as a butterfly: another order than the CPU's.
@@ -59,7 +60,26 @@ __device__ __forceinline__ float e_of(float x, float m, float scale) {
     return exp_nonpositive(__fmul_rn(__fsub_rn(x, m), scale));
 }
 
-template <int DT, int G, int VPT>
+// For bf16 and f16 outputs: 2^(x c - m c) with c = scale log2(e), one fused
+// multiply-add and the hardware's ex2.approx (2 ulp, subnormal results
+// flushed): about 1e-5 relative, against the 2^-9 and 2^-12 of the output's
+// rounding, and a fifth of the CPU polynomial's instructions. A NaN stays NaN.
+__device__ __forceinline__ float e_fast(float x, float c, float mc) {
+    float e;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(__fmaf_rn(x, c, mc)));
+    return e;
+}
+
+// max that propagates NaN (max.NaN.f32): the row's maximum is NaN when any
+// element is, as the order-preserving keys make it for +NaN (a -NaN instead
+// reaches the sum as NaN: the row is NaN either way).
+__device__ __forceinline__ float max_nan(float a, float b) {
+    float m;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(a), "f"(b));
+    return m;
+}
+
+template <int DT, int G, int VPT, bool VEC>
 __global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) {
     typedef typename Elem<DT>::T T;
     constexpr int V = Elem<DT>::kVec;
@@ -74,7 +94,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) 
         // past n: -inf, whose key is below every other but 0's (-NaN's)
 #pragma unroll
         for (int k = 0; k < VPT; k++)
-            load<DT>(xr, (int64_t)(k * G + t) * V, a.n, a.vec, v[k], -INFINITY);
+            load<DT>(xr, (int64_t)(k * G + t) * V, a.n, VEC, v[k], -INFINITY);
         const int vis = (int)visible(a, r);
         if (vis < n) // masked keys: -inf as past n
 #pragma unroll
@@ -82,21 +102,44 @@ __global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) 
 #pragma unroll
                 for (int j = 0; j < V; j++)
                     if ((k * G + t) * V + j >= vis) v[k][j] = -INFINITY;
-        uint32_t km = 0;
+        float mt = -INFINITY;
 #pragma unroll
         for (int k = 0; k < VPT; k++)
 #pragma unroll
-            for (int j = 0; j < V; j++) km = max(km, float_key(v[k][j]));
-        const float m = key_float(group_max<G>(km, redk));
+            for (int j = 0; j < V; j++) mt = max_nan(mt, v[k][j]);
+        const float m = key_float(group_max<G>(float_key(mt), redk));
         float s = 0.0f;
+        if (DT != kF32) {
+            const float c = (float)((double)a.scale * 1.4426950408889634), mc = -m * c;
+            if (VEC && vis == n) { // whole vectors in or out
 #pragma unroll
-        for (int k = 0; k < VPT; k++)
+                for (int k = 0; k < VPT; k++) {
+                    const bool in = (k * G + t) * V < n;
 #pragma unroll
-            for (int j = 0; j < V; j++) {
-                const bool in = (k * G + t) * V + j < vis;
-                v[k][j] = in ? e_of(v[k][j], m, a.scale) : 0.0f;
-                s = __fadd_rn(s, v[k][j]);
+                    for (int j = 0; j < V; j++) {
+                        v[k][j] = in ? e_fast(v[k][j], c, mc) : 0.0f;
+                        s += v[k][j];
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < VPT; k++)
+#pragma unroll
+                    for (int j = 0; j < V; j++) {
+                        v[k][j] = (k * G + t) * V + j < vis ? e_fast(v[k][j], c, mc) : 0.0f;
+                        s += v[k][j];
+                    }
             }
+        } else {
+#pragma unroll
+            for (int k = 0; k < VPT; k++)
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    const bool in = (k * G + t) * V + j < vis;
+                    v[k][j] = in ? e_of(v[k][j], m, a.scale) : 0.0f;
+                    s = __fadd_rn(s, v[k][j]);
+                }
+        }
         const float inv = inv_sum(group_sum<G>(s, red), vis);
 #pragma unroll
         for (int k = 0; k < VPT; k++) {
@@ -104,7 +147,7 @@ __global__ void __launch_bounds__(Group<G>::kThreads) softmax_kernel(RowArgs a) 
             if (i < a.n) {
 #pragma unroll
                 for (int j = 0; j < V; j++) v[k][j] = __fmul_rn(v[k][j], inv);
-                store<DT>(yr, i, a.n, a.vec, v[k]);
+                store<DT>(yr, i, a.n, VEC, v[k]);
             }
         }
     }
@@ -155,7 +198,8 @@ template <int DT> __global__ void __launch_bounds__(1024) softmax_long(RowArgs a
 
 struct Kernels {
     static constexpr const char *kName = "softmax";
-    template <int DT, int G, int VPT> static constexpr auto Rows = &softmax_kernel<DT, G, VPT>;
+    template <int DT, int G, int VPT, bool VEC>
+    static constexpr auto Rows = &softmax_kernel<DT, G, VPT, VEC>;
     template <int DT> static constexpr auto Long = &softmax_long<DT>;
 };
 
