@@ -1,5 +1,8 @@
 """PyTorch SDPA (its FlashAttention-2 and cuDNN backends) on the cases of a
-kernelkit attention suite, for the side-by-side comparison (ANCHORS.md).
+kernelkit attention suite, for the side-by-side comparison (ANCHORS.md). Cases
+of `attention_backward` time SDPA's backward alone (torch.autograd.grad of one
+kept forward, dq, dk and dv):
+    python3 bench/compare_torch_attention.py bench/suites/attention-backward.json samples.json
 
     python3 bench/compare_torch_attention.py bench/suites/attention.json samples.json
     kernelkit bench --device cuda:0 --import samples.json -o torch-attention.json
@@ -37,8 +40,9 @@ def main(suite_path, out_path):
     suite = json.load(open(suite_path))
     timer, out = Timer(), Samples()
     for case in suite["cases"]:
-        if case["op"] != "attention":
+        if case["op"] not in ("attention", "attention_backward"):
             continue
+        backward = case["op"] == "attention_backward"
         p = parse(case["params"])
         B, Hq, Hkv = int(p["B"]), int(p["Hq"]), int(p.get("Hkv", p["Hq"]))
         Sq, Sk, D = int(p["Sq"]), int(p["Sk"]), int(p.get("D", 64))
@@ -49,20 +53,27 @@ def main(suite_path, out_path):
                   file=sys.stderr)
             continue
         dt = DTYPES[p.get("dtype", "bf16")]
-        q = torch.randn(B, Hq, Sq, D, dtype=dt, device="cuda")
-        k = torch.randn(B, Hkv, Sk, D, dtype=dt, device="cuda")
-        v = torch.randn(B, Hkv, Sk, D, dtype=dt, device="cuda")
+        q = torch.randn(B, Hq, Sq, D, dtype=dt, device="cuda", requires_grad=backward)
+        k = torch.randn(B, Hkv, Sk, D, dtype=dt, device="cuda", requires_grad=backward)
+        v = torch.randn(B, Hkv, Sk, D, dtype=dt, device="cuda", requires_grad=backward)
         for impl, backend in BACKENDS.items():
-            def run():
+            def forward():
                 with sdpa_kernel(backend):
                     return torch.nn.functional.scaled_dot_product_attention(
                         q, k, v, is_causal=causal, enable_gqa=Hq != Hkv)
+            run = forward
             try:
+                if backward:  # the backward alone: dq, dk, dv of one forward, kept
+                    o = forward()
+                    do = torch.randn_like(o)
+
+                    def run():
+                        return torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
                 samples = timer.time(run)
             except RuntimeError as e:  # the backend refuses this shape
                 print(f"skip {case['name']} {impl}: {str(e).splitlines()[0]}", file=sys.stderr)
                 continue
-            out.add(f"anchor/{impl}/{case['name']}", "attention", case["params"], impl, samples,
+            out.add(f"anchor/{impl}/{case['name']}", case["op"], case["params"], impl, samples,
                     flush=timer.flush_mode)
             med = sorted(samples)[len(samples) // 2]
             print(f"{case['name']:44s} {impl:18s} median {med * 1e6:10.1f} us")

@@ -13,8 +13,9 @@ declare -A may=(
   [cuda]="core opdef backend cuda"
   [cuda_off]="core opdef backend cuda cuda_off"
   [ops]="core opdef backend ops"
-  [harness]="core opdef backend ops harness"
-  [model]="core opdef backend ops harness model"
+  [dist]="core opdef backend ops dist"
+  [harness]="core opdef backend ops dist harness"
+  [model]="core opdef backend ops dist harness model"
   [cli]="cli"
 )
 # Known exceptions (docs/architecture.md says why each stays).

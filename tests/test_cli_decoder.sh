@@ -10,34 +10,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 model=$tmp/model
-mkdir -p "$model"
-cat >"$model/config.json" <<'EOF'
-{"model_type": "llama", "hidden_size": 32, "intermediate_size": 32, "num_hidden_layers": 1,
- "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 4, "rms_norm_eps": 1e-5,
- "torch_dtype": "float32"}
-EOF
-hdr='{"__metadata__": {"format": "pt"}'
-off=0
-add() { # NAME SHAPE BYTES
-  hdr+=", \"$1\": {\"dtype\": \"F32\", \"shape\": $2, \"data_offsets\": [$off, $((off + $3))]}"
-  off=$((off + $3))
-}
-add model.layers.0.self_attn.q_proj.weight "[32, 32]" 4096
-add model.layers.0.self_attn.k_proj.weight "[16, 32]" 2048
-add model.layers.0.self_attn.v_proj.weight "[16, 32]" 2048
-add model.layers.0.self_attn.o_proj.weight "[32, 32]" 4096
-for w in gate_proj up_proj down_proj; do add "model.layers.0.mlp.$w.weight" "[32, 32]" 4096; done
-add model.layers.0.input_layernorm.weight "[32]" 128
-add model.layers.0.post_attention_layernorm.weight "[32]" 128
-write_st "$model/model.safetensors" "$hdr}" "$off"
+write_tiny_llama "$model" 1
 
-check plan-cons    0 "18  residual +kk_add_rmsnorm"           -- "$cli" model "$model" --level conservative
-check plan-bal     0 "rope \+ kv append +kk_rope_kv_append"   -- "$cli" model "$model"
-check plan-aggr    0 "level aggressive: the same plan as balanced" -- "$cli" model "$model" -l aggressive
-check prefill      0 "^prefill  B=2 S=5: +[0-9.]+ ms"          -- "$cli" model "$model" -b 2 -p 5 -n 3
-check decode       0 "^decode   step 3/3 \(position 7\): +[0-9.]+ ms" -- "$cli" model "$model" -b 2 -p 5 -n 3
-check decode-mean  0 "^decode   mean [0-9.]+ ms per step"      -- "$cli" model "$model" -n 2
-check no-decode    0 "^prefill  B=1 S=16"                       -- "$cli" model "$model" --decode 0
+# --no-profile: the cost model and profile are test_cli_model_cost.sh's
+check plan-cons    0 "18  residual +kk_add_rmsnorm"           -- "$cli" model "$model" --level conservative --no-profile
+check plan-bal     0 "rope \+ kv append +kk_rope_kv_append"   -- "$cli" model "$model" --no-profile
+check plan-aggr    0 "level aggressive: the same plan as balanced" -- "$cli" model "$model" -l aggressive --no-profile
+check prefill      0 "^prefill  B=2 S=5: +[0-9.]+ ms"          -- "$cli" model "$model" -b 2 -p 5 -n 3 --no-profile
+check decode       0 "^decode   step 3/3 \(position 7\): +[0-9.]+ ms" -- "$cli" model "$model" -b 2 -p 5 -n 3 --no-profile
+check decode-mean  0 "^decode   mean [0-9.]+ ms per step"      -- "$cli" model "$model" -n 2 --no-profile
+check no-decode    0 "^prefill  B=1 S=16"                       -- "$cli" model "$model" --decode 0 --no-profile
 check listed       0 "  model +run a model's decoder layers"   -- "$cli" --help
 check help         0 "Usage: kernelkit model DIR"              -- "$cli" model --help
 check no-dir       2 "missing DIR"                             -- "$cli" model

@@ -7,7 +7,8 @@
  *   stats.h        benchmark statistics
  *   compare.h      the regression gate
  *   report.h       markdown and HTML reports
- *   calibrate.h    the device's measured ceilings */
+ *   calibrate.h    the device's measured ceilings
+ *   model_cost.h   the decoder's cost model and per-step profile */
 #ifndef KERNELKIT_HARNESS_H
 #define KERNELKIT_HARNESS_H
 
@@ -17,6 +18,7 @@
 #include "kernelkit/calibrate.h"
 #include "kernelkit/check.h"
 #include "kernelkit/compare.h"
+#include "kernelkit/model_cost.h"
 #include "kernelkit/cases.h"
 #include "kernelkit/report.h"
 #include "kernelkit/stats.h"

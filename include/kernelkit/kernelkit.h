@@ -1,7 +1,8 @@
 /* KernelKit: fast, proven-correct transformer kernels for NVIDIA GPUs with a
  * complete CPU fallback. This umbrella header is the library a user calls: ops,
  * tensors (DLPack included), memory, devices, configuration, status, logging,
- * .npy, quantization, models (config.json + safetensors).
+ * .npy, quantization, communicators (tensor parallelism), models (config.json +
+ * safetensors).
  * The harness (checker, benchmarks, statistics, reports) is kernelkit/harness.h. */
 #ifndef KERNELKIT_H
 #define KERNELKIT_H
@@ -19,6 +20,7 @@
 #include "kernelkit/quant.h"
 #include "kernelkit/op.h"
 #include "kernelkit/ops.h"
+#include "kernelkit/comm.h"
 #include "kernelkit/model.h"
 
 #ifdef __cplusplus

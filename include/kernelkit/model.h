@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernelkit/comm.h"
 #include "kernelkit/config.h"
 #include "kernelkit/ops.h"
 #include "kernelkit/status.h"
@@ -144,6 +145,23 @@ typedef struct kk_decoder kk_decoder;
  * elsewhere they are copied to the device. *out is NULL on failure. */
 KK_API kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_level level,
                                    int max_batch, int max_seq, kk_decoder **out);
+
+/* Rank kk_comm_rank(comm) of a tensor-parallel decoder over kk_comm_size(comm)
+ * ranks (docs/distributed.md): q/k/v and gate/up split by heads and
+ * intermediate rows (column-parallel), o_proj and down_proj by their input
+ * columns (row-parallel) each followed by an all-reduce of the hidden states,
+ * the KV cache by KV heads; the norms, embedding and lm_head replicated. The
+ * shards are cut from the same model at load. `device` is the comm's (NULL:
+ * kk_comm_device(comm)). Every rank then calls kk_decoder_prefill/step (and
+ * kk_decoder_reset) with the same hidden states and gets the same result; the
+ * calls are collective. KK_ERR_INVALID_ARGUMENT when num_attention_heads,
+ * num_key_value_heads or intermediate_size does not divide by the size, or the
+ * device is not the comm's. The comm must outlive the decoder. */
+KK_API kk_status kk_decoder_create_tp(const kk_model *model, const char *device, kk_opt_level level,
+                                      int max_batch, int max_seq, kk_comm *comm, kk_decoder **out);
+
+/* The tensor-parallel size (1 for kk_decoder_create's decoders and NULL). */
+KK_API int kk_decoder_tp_size(const kk_decoder *d);
 
 /* The decoder layers over hidden_in [B,S,hidden] into hidden_out [B,S,hidden]
  * (the same shape; it may be hidden_in), appending S tokens to the cache.

@@ -128,10 +128,12 @@ KK_API kk_status kk_tensor_transpose(const kk_tensor *t, int dim0, int dim1, kk_
 /* ---- copies ---- */
 
 /* Copy src's elements into dst: same dtype and shape, any devices, any strides.
- * Strided copies run on the host; a non-contiguous tensor on a GPU is staged
- * through a contiguous host buffer covering its memory span (a destination's
- * span is read first so the gaps between its elements are preserved).
- * Synchronous. src and dst must not overlap in memory. */
+ * A strided copy between two tensors of one GPU runs a copy kernel on that
+ * GPU (packed e2m1 excepted). Other strided copies run on the host; a
+ * non-contiguous tensor on a GPU is then staged through a contiguous host
+ * buffer covering its memory span (a destination's span is read first so the
+ * gaps between its elements are preserved). Synchronous. src and dst must not
+ * overlap in memory. */
 KK_API kk_status kk_tensor_copy(kk_tensor *dst, const kk_tensor *src);
 
 /* ---- sizes ---- */

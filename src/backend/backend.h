@@ -121,6 +121,7 @@ typedef struct kk__backend {
  * backend's device; errors recorded under `func`. */
 struct kk__quant_job;
 struct kk__scale_layout_job;
+struct kk__strided_job; /* backend/strided_copy.h */
 typedef struct kk__quant_ops {
     kk_status (*quantize)(struct kk__quant_job *job, const char *func);
     kk_status (*dequantize)(const struct kk__quant_job *job, const char *func);
@@ -167,6 +168,13 @@ typedef struct kk__mem_ops {
     /* Page-locked host memory for transfers. Optional. */
     kk_status (*host_alloc)(void *ctx, size_t bytes, void **ptr, const char *func);
     void (*host_free)(void *ctx, void *ptr);
+    /* Run a strided copy (backend/strided_copy.h) between two buffers of
+     * device `index`, enqueued on `stream` (NULL: the default stream) after
+     * the work there; with `wait`, synchronous with respect to the host like
+     * `copy`. Optional: NULL, and kk_tensor_copy stages strided copies
+     * through the host. */
+    kk_status (*strided_copy)(void *ctx, int index, const struct kk__strided_job *job, void *stream,
+                              int wait, const char *func);
 } kk__mem_ops;
 
 extern const kk__mem_ops kk__cpu_mem_ops;  /* src/cpu/cpu_memory.c */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/strided_copy.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 #include "kernelkit/memory.h"
@@ -133,5 +134,8 @@ kk_status kk_tensor_copy(kk_tensor *dst, const kk_tensor *src) {
         kk__host_strided_copy(dst, src);
         return KK_OK;
     }
+    int handled = 0; /* both on one GPU: its strided-copy kernel, no host round trip */
+    st = kk__tensor_device_copy(__func__, dst, src, &handled);
+    if (handled) return st;
     return staged_copy(__func__, dst, src);
 }

@@ -74,6 +74,62 @@ void cli_bench_params(const kk_op_params *p, struct kk_bench_param *out, int cap
 int cli_bench_import(const char *device, const char *path, const char *output, int argc,
                      char **argv);
 
+/* Random hidden states [B,S,hidden] (uniform in [-1, 1) from *rng, a 64-bit
+ * LCG) in dtype on device: kernelkit model's inputs (cmd_model.c). */
+kk_status cli_model_random_hidden(const char *device, kk_dtype dtype, int64_t B, int64_t S,
+                                  int64_t hidden, uint64_t *rng, kk_tensor **out);
+
+/* kernelkit model --tp N (cmd_model_tp.c; docs/distributed.md). */
+typedef struct cli_tp_run {
+    long batch, prefill, decode, seed; /* the command's calls, mirrored by CPU ranks */
+    int64_t hidden;
+} cli_tp_run;
+/* Non-zero when this process is a rank (KK_RANK set). */
+int cli_tp_is_rank(void);
+/* Non-zero when `kernelkit COMMAND --tp N` must start the rank processes (a
+ * GPU device, N > 1, not a rank itself). */
+int cli_tp_launching(long tp, const char *device);
+/* The device of this process: KK_TP_DEVICE in a launched rank, else `device`. */
+const char *cli_tp_device(const char *device);
+/* Start one process per rank (this command line again), wait for them all;
+ * an exit code. */
+int cli_tp_launch(const char *command, int tp, const char *device);
+/* The decoder of this process's rank: kk_decoder_create for tp 1; a rank of
+ * the NCCL group (a launched process); on the CPU rank 0 of a loopback group
+ * whose other ranks are threads making `run`'s calls. */
+kk_status cli_tp_decoder(const kk_model *m, const char *device, kk_opt_level level, int tp,
+                         const cli_tp_run *run, kk_decoder **out);
+/* After the decoder is freed: join the threads, release the comms; an exit code. */
+int cli_tp_finish(const char *command);
+
+/* kernelkit model's cost model and profile (cmd_model_cost.c; docs/model.md,
+ * "Cost model"): its options (getopt codes of long options without a short
+ * form) and the run before the timed calls. */
+enum {
+    CLI_MODEL_NO_PROFILE = 1000, /* --no-profile */
+    CLI_MODEL_NO_COMPARE,        /* --no-compare */
+    CLI_MODEL_CEILINGS,          /* --ceilings FILE */
+    CLI_MODEL_FLOOR,             /* --launch-floor-us X */
+    CLI_MODEL_BUDGET,            /* --profile-time S */
+    CLI_MODEL_OUTPUT,            /* --output FILE */
+    CLI_MODEL_REPORT             /* --report FILE */
+};
+typedef struct cli_model_cost {
+    int profile, compare; /* 1, 1 by default */
+    const char *ceilings; /* NULL: kernelkit calibrate's stored file */
+    double floor_us;      /* < 0: measured */
+    double budget_s;      /* per step; 0: the profile's default */
+    const char *output, *report;
+} cli_model_cost;
+void cli_model_cost_default(cli_model_cost *o);
+/* 1 when `code` is one of the options above (*rc: its parse status), else 0. */
+int cli_model_cost_option(cli_model_cost *o, int code, const char *arg, int *rc);
+/* Profile d's prefill and first decode step (and a conservative twin's),
+ * print the tables and speedups, write --output/--report; d is reset after. */
+int cli_model_cost_run(kk_decoder *d, const char *dir, const char *device, kk_opt_level level,
+                       long batch, long prefill, long decode, long seed, int64_t hidden,
+                       const cli_model_cost *o, int argc, char **argv);
+
 /* Parse the options common to every command (-h/--help); the command's own
  * options are handled by the command. */
 int cli_wants_help(int argc, char **argv);

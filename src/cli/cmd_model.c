@@ -11,7 +11,10 @@
 
 static void model_help(FILE *out) {
     fprintf(out, "Usage: kernelkit model DIR [--level L] [--device D] [--batch B] [--prefill N]\n"
-                 "                       [--decode N] [--seed S]\n"
+                 "                       [--decode N] [--seed S] [--tp N] [--no-profile]\n"
+                 "                       [--ceilings FILE] [--launch-floor-us X]\n"
+                 "                       [--profile-time S] [--no-compare] [--output FILE]\n"
+                 "                       [--report FILE.md]\n"
                  "\n"
                  "Load the Llama-family model in folder DIR, build its decoder layers at level L\n"
                  "on device D, print the plan (every op call of a layer), then run random hidden\n"
@@ -27,6 +30,23 @@ static void model_help(FILE *out) {
                  "  -p, --prefill N   prompt tokens per sequence (default 16)\n"
                  "  -n, --decode N    decode steps after the prefill (default 4)\n"
                  "  -s, --seed S      the hidden states' seed (default 1)\n"
+                 "  -t, --tp N        tensor parallel over N ranks (default 1): on CUDA one\n"
+                 "                    process per GPU from D on (NCCL), on the CPU threads\n"
+                 "                    (loopback); docs/distributed.md\n"
+                 "\n"
+                 "Cost model (docs/model.md, \"Cost model\"; not with --tp): first a profiled\n"
+                 "prefill and decode step: each step of layer 0 timed with the benchmark\n"
+                 "sampler, beside its roofline prediction from kernelkit calibrate's ceilings,\n"
+                 "max(bytes / bandwidth, FLOPs / rate) + calls x the launch floor; at another\n"
+                 "level than conservative a conservative decoder is profiled too, and the\n"
+                 "level's speedup printed, measured and predicted.\n"
+                 "  --no-profile          skip it (plan and timed calls only)\n"
+                 "  --no-compare          no conservative decoder\n"
+                 "  --ceilings FILE       ceilings (default: the stored ones of the device)\n"
+                 "  --launch-floor-us X   the floor per op call (default: measured)\n"
+                 "  --profile-time S      sampler budget per step (default 0.5)\n"
+                 "  --output FILE         results JSON (kernelkit.bench/1 + \"model\")\n"
+                 "  --report FILE         markdown report\n"
                  "  -h, --help        show this help\n");
 }
 
@@ -36,9 +56,10 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Random hidden states [B,S,hidden] in the decoder's dtype on its device. */
-static kk_status random_hidden(const char *device, kk_dtype dtype, int64_t B, int64_t S,
-                               int64_t hidden, uint64_t *rng, kk_tensor **out) {
+/* Random hidden states [B,S,hidden] in the decoder's dtype on its device
+ * (cli.h: the tensor-parallel CPU ranks draw the same ones). */
+kk_status cli_model_random_hidden(const char *device, kk_dtype dtype, int64_t B, int64_t S,
+                                  int64_t hidden, uint64_t *rng, kk_tensor **out) {
     const int64_t shape[3] = {B, S, hidden};
     kk_tensor *f = NULL, *h = NULL;
     *out = NULL;
@@ -79,7 +100,7 @@ static int parse_count(const char *opt, const char *text, long lo, long hi, long
 static int timed(kk_decoder *d, const char *device, int64_t B, int64_t S, int64_t hidden,
                  uint64_t *rng, const char *what, double *ms) {
     kk_tensor *x = NULL, *y = NULL;
-    kk_status st = random_hidden(device, kk_decoder_dtype(d), B, S, hidden, rng, &x);
+    kk_status st = cli_model_random_hidden(device, kk_decoder_dtype(d), B, S, hidden, rng, &x);
     if (st == KK_OK) st = kk_tensor_create(device, kk_decoder_dtype(d), 3, x->shape, &y);
     if (st != KK_OK) {
         kk_tensor_destroy(x);
@@ -95,19 +116,30 @@ static int timed(kk_decoder *d, const char *device, int64_t B, int64_t S, int64_
 }
 
 static int model_run(int argc, char **argv) {
-    static const struct option opts[] = {{"level", required_argument, NULL, 'l'},
-                                         {"device", required_argument, NULL, 'd'},
-                                         {"batch", required_argument, NULL, 'b'},
-                                         {"prefill", required_argument, NULL, 'p'},
-                                         {"decode", required_argument, NULL, 'n'},
-                                         {"seed", required_argument, NULL, 's'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"level", required_argument, NULL, 'l'},
+        {"device", required_argument, NULL, 'd'},
+        {"batch", required_argument, NULL, 'b'},
+        {"prefill", required_argument, NULL, 'p'},
+        {"decode", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 's'},
+        {"tp", required_argument, NULL, 't'},
+        {"no-profile", no_argument, NULL, CLI_MODEL_NO_PROFILE},
+        {"no-compare", no_argument, NULL, CLI_MODEL_NO_COMPARE},
+        {"ceilings", required_argument, NULL, CLI_MODEL_CEILINGS},
+        {"launch-floor-us", required_argument, NULL, CLI_MODEL_FLOOR},
+        {"profile-time", required_argument, NULL, CLI_MODEL_BUDGET},
+        {"output", required_argument, NULL, CLI_MODEL_OUTPUT},
+        {"report", required_argument, NULL, CLI_MODEL_REPORT},
+        {NULL, 0, NULL, 0}};
+    cli_model_cost cost; /* cmd_model_cost.c */
+    cli_model_cost_default(&cost);
     const char *device = "cpu";
     kk_opt_level level = KK_OPT_BALANCED;
-    long batch = 1, prefill = 16, decode = 4, seed = 1;
+    long batch = 1, prefill = 16, decode = 4, seed = 1, tp = 1;
     int c, rc = CLI_OK;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":l:d:b:p:n:s:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":l:d:b:p:n:s:t:", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
             if (kk_opt_level_parse(optarg, &level) != KK_OK)
@@ -121,8 +153,11 @@ static int model_run(int argc, char **argv) {
         case 'p': rc = parse_count("--prefill", optarg, 1, 1 << 20, &prefill); break;
         case 'n': rc = parse_count("--decode", optarg, 0, 1 << 20, &decode); break;
         case 's': rc = parse_count("--seed", optarg, 0, 1L << 30, &seed); break;
+        case 't': rc = parse_count("--tp", optarg, 1, 64, &tp); break;
         case ':': return cli_usage_error("model", "%s needs a value", argv[optind - 1]);
-        default: return cli_usage_error("model", "unknown option '%s'", argv[optind - 1]);
+        default:
+            if (cli_model_cost_option(&cost, c, optarg, &rc)) break;
+            return cli_usage_error("model", "unknown option '%s'", argv[optind - 1]);
         }
         if (rc != CLI_OK) return rc;
     }
@@ -130,20 +165,28 @@ static int model_run(int argc, char **argv) {
     if (optind + 1 < argc)
         return cli_usage_error("model", "unexpected argument '%s'", argv[optind + 1]);
     const char *dir = argv[optind];
+    if (cli_tp_launching(tp, device)) return cli_tp_launch("model", (int)tp, device);
+    device = cli_tp_device(device); /* a launched rank's own GPU */
     kk_model *m = NULL;
     if (kk_model_open(dir, &m) != KK_OK) return cli_fail("model", dir);
     const int64_t hidden = kk_model_get_config(m)->hidden_size;
     kk_decoder *d = NULL;
-    if (kk_decoder_create(m, device, level, (int)batch, (int)(prefill + decode), &d) != KK_OK) {
+    const cli_tp_run run = {batch, prefill, decode, seed, hidden};
+    if (cli_tp_decoder(m, device, level, (int)tp, &run, &d) != KK_OK) {
+        rc = cli_fail("model", tp > 1 ? "building the decoder (--tp)" : "building the decoder");
+        cli_tp_finish("model"); /* the other ranks first: they read the model */
         kk_model_close(m);
-        return cli_fail("model", "building the decoder");
+        return rc;
     }
-    kk_model_close(m); /* the decoder keeps what it needs */
+    if (tp == 1) kk_model_close(m); /* the decoder keeps what it needs (TP: the other ranks too) */
     printf("Model: %s\n%s\n", dir, kk_decoder_plan_text(d));
+    if (tp == 1) /* the cost model and profile (a TP rank's calls must stay in step) */
+        rc = cli_model_cost_run(d, dir, device, level, batch, prefill, decode, seed, hidden, &cost,
+                                argc, argv);
     uint64_t rng = (uint64_t)seed * 2654435761u + 1;
     const int tty = isatty(fileno(stderr));
     double ms = 0, total = 0;
-    rc = timed(d, device, batch, prefill, hidden, &rng, "prefill", &ms);
+    if (rc == CLI_OK) rc = timed(d, device, batch, prefill, hidden, &rng, "prefill", &ms);
     if (rc == CLI_OK)
         printf("prefill  B=%ld S=%ld: %10.3f ms (%.0f tokens/s)\n", batch, prefill, ms,
                batch * prefill / (ms / 1e3));
@@ -159,7 +202,9 @@ static int model_run(int argc, char **argv) {
         printf("decode   mean %.3f ms per step (%.0f tokens/s over the batch)\n", total / decode,
                batch * decode / (total / 1e3));
     kk_decoder_free(d);
-    return rc;
+    const int tp_rc = cli_tp_finish("model");
+    if (tp > 1) kk_model_close(m);
+    return rc != CLI_OK ? rc : tp_rc;
 }
 
 const cli_command cli_cmd_model = {

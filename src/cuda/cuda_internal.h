@@ -49,6 +49,13 @@ kk_status kk__cuda_stream_sync(int device, void *stream, const char *what);
 /* Non-zero when device `device` exists and KernelKit's kernels can run on it. */
 int kk__cuda_device_usable(int device);
 
+/* kk__mem_ops.strided_copy of the CUDA backend (kernels/strided_copy.cu): run
+ * `job` on device `index` on `stream` (NULL: the legacy default stream), and
+ * wait for it when `wait`. */
+struct kk__strided_job;
+kk_status kk__cuda_strided_copy(void *ctx, int index, const struct kk__strided_job *job,
+                                void *stream, int wait, const char *func);
+
 #ifdef CUDART_VERSION /* the includer has the CUDA runtime API */
 /* Launch the probe kernel: d_out[0..n) = kk__probe_value(i, seed), d_out[n] =
  * __CUDA_ARCH__, d_out[n + 1] = 1 for an arch-specific build. d_out must hold

@@ -15,7 +15,8 @@ extern "C" {
 #define KK_CUDA_OPS(X) \
     X(attention) X(attention_varlen) X(nvfp4_gemv) X(convert) X(gemm) X(linear) \
     X(rmsnorm) X(layernorm) X(softmax) X(rope) \
-    X(add_rmsnorm) X(rmsnorm_fp8) X(silu_mul) X(rope_kv_append) X(fp8_gemm) X(fp8_linear)
+    X(add_rmsnorm) X(rmsnorm_fp8) X(silu_mul) X(rope_kv_append) X(fp8_gemm) \
+    X(attention_backward) X(fp8_linear) X(nvfp4_gemm)
 /* clang-format on */
 
 #define KK__CUDA_SLOT_DECL(name) extern const kk__slot kk__##name##_cuda_slot;

@@ -12,6 +12,7 @@
 #include "backend/memory_internal.h"
 #include "core/error.h"
 #include "core/log_internal.h"
+#include "cuda/cuda_internal.h"
 
 #define LOGGER "kernelkit.cuda.memory"
 
@@ -313,4 +314,5 @@ const kk__mem_ops kk__cuda_mem_ops = {
     .pointer_device = cuda_pointer_device,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+    .strided_copy = kk__cuda_strided_copy, /* kernels/strided_copy.cu */
 };

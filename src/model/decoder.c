@@ -60,7 +60,12 @@ static int64_t buf_elems(const kk_model_config *c, kk__dbuf b, int64_t T) {
 
 kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_level level,
                             int max_batch, int max_seq, kk_decoder **out) {
-    static const char func[] = "kk_decoder_create";
+    return kk__decoder_create(__func__, model, device, level, max_batch, max_seq, NULL, out);
+}
+
+kk_status kk__decoder_create(const char *func, const kk_model *model, const char *device,
+                             kk_opt_level level, int max_batch, int max_seq, kk_comm *comm,
+                             kk_decoder **out) {
     kk_status st = KK__CHECK_NOT_NULL(out);
     if (st != KK_OK) return st;
     *out = NULL;
@@ -78,6 +83,7 @@ kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_le
     if (!d) return kk__error(KK_ERR_OUT_OF_MEMORY, func, "host allocation failed");
     d->cfg = *kk_model_get_config(model);
     d->max_batch = max_batch, d->max_seq = max_seq;
+    d->tp_size = 1;
     d->layers = d->cfg.num_hidden_layers;
     kk__dplan_build(level, &d->plan);
     kk_model_layer l0;
@@ -94,6 +100,7 @@ kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_le
         goto fail;
     memcpy(d->device, probe->device, sizeof d->device);
     d->seqlens = probe;
+    if (comm && (st = kk__dtp_setup(func, d, comm)) != KK_OK) goto fail;
     d->weights = calloc((size_t)d->layers * KK__DLAYER_WEIGHTS, sizeof *d->weights);
     d->k_cache = calloc((size_t)d->layers, sizeof *d->k_cache);
     d->v_cache = calloc((size_t)d->layers, sizeof *d->v_cache);
@@ -110,10 +117,13 @@ kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_le
             l.q_proj,    l.k_proj,          l.v_proj,
             l.o_proj,    l.gate_proj,       l.up_proj,
             l.down_proj, l.input_layernorm, l.post_attention_layernorm};
-        for (int k = 0; k < KK__DLAYER_WEIGHTS; k++)
-            if ((st = place_weight(func, d, w[k], &d->weights[i * KK__DLAYER_WEIGHTS + k])) !=
-                KK_OK)
-                goto fail;
+        for (int k = 0; k < KK__DLAYER_WEIGHTS; k++) {
+            kk_tensor *part = NULL; /* this rank's shard of the weight (decoder_tp.c) */
+            if (d->comm && (st = kk__dtp_weight(func, d, k, w[k], &part)) != KK_OK) goto fail;
+            st = place_weight(func, d, part ? part : w[k], &d->weights[i * KK__DLAYER_WEIGHTS + k]);
+            kk_tensor_destroy(part);
+            if (st != KK_OK) goto fail;
+        }
         if ((st = kk_tensor_create(d->device, d->dtype, 4, cache_shape, &d->k_cache[i])) != KK_OK ||
             (st = kk_tensor_create(d->device, d->dtype, 4, cache_shape, &d->v_cache[i])) != KK_OK)
             goto fail;
@@ -138,6 +148,7 @@ kk_status kk_decoder_create(const kk_model *model, const char *device, kk_opt_le
         st = kk__error(KK_ERR_OUT_OF_MEMORY, func, "host allocation failed");
         goto fail;
     }
+    if (d->comm && (st = kk__dtp_note(func, d)) != KK_OK) goto fail;
     *out = d;
     return KK_OK;
 fail:

@@ -4,6 +4,8 @@
 #ifndef KK_DECODER_INTERNAL_H
 #define KK_DECODER_INTERNAL_H
 
+#include "kernelkit/bench.h"
+#include "kernelkit/comm.h"
 #include "kernelkit/model.h"
 
 #ifdef __cplusplus
@@ -24,6 +26,7 @@ typedef enum kk__dstep_op {
     KK__DS_ADD_RMSNORM, /* kk_add_rmsnorm: out0 = in0 + in1, out1 = rmsnorm(out0) */
     KK__DS_SILU_MUL,    /* kk_silu_mul(in0, in1) -> out0 */
     KK__DS_SWIGLU,      /* kk_swiglu(in0, w gate, w2 up) -> out0 */
+    KK__DS_ALL_REDUCE,  /* kk_comm_all_reduce(out0) in place: the ranks' partial sums (TP) */
     KK__DS_OP_COUNT
 } kk__dstep_op;
 
@@ -113,7 +116,49 @@ struct kk_decoder {
     kk_tensor *seqlens; /* int32 [max_batch] on the device (rope_kv_append) */
     int64_t batch;      /* batch of the cached tokens (0 when empty) */
     int64_t length;     /* tokens cached per sequence */
+    /* tensor parallel (decoder_tp.c): this rank's shard of heads, KV heads and
+     * intermediate is in cfg; comm NULL and tp_size 1 alone */
+    kk_comm *comm;
+    int tp_rank, tp_size;
+    /* the profiling pass (decoder_profile.c): set only inside
+     * kk_decoder_profile, NULL otherwise */
+    struct kk__dprofile *profile;
 };
+
+/* kk_decoder_create's work (decoder.c); with a comm, rank kk_comm_rank(comm)'s
+ * shard of a tensor-parallel decoder. */
+kk_status kk__decoder_create(const char *func, const kk_model *model, const char *device,
+                             kk_opt_level level, int max_batch, int max_seq, kk_comm *comm,
+                             kk_decoder **out);
+
+/* ---- tensor parallelism (decoder_tp.c) ---- */
+
+/* Make d (its device known, nothing placed yet) rank comm's shard: check the
+ * device and that heads, KV heads and intermediate divide by the size, divide
+ * them in d->cfg, add the all-reduces to the plan. */
+kk_status kk__dtp_setup(const char *func, kk_decoder *d, kk_comm *comm);
+
+/* Layer weight k (KK__DB_W_Q + k order) of d's rank, a CPU tensor to place:
+ * its rows or columns of w (a contiguous copy for columns). */
+kk_status kk__dtp_weight(const char *func, const kk_decoder *d, int k, const kk_tensor *w,
+                         kk_tensor **out);
+
+/* Append the tensor-parallel line to d->plan_text. */
+kk_status kk__dtp_note(const char *func, kk_decoder *d);
+
+/* The all-reduce step: t summed over the ranks, in place, on the ops' stream.
+ * Refused inside a profiling pass (the sampler repeats a step as often as it
+ * needs, which the other ranks would not match). */
+kk_status kk__dtp_all_reduce(kk_decoder *d, kk_tensor *t, kk_stream stream);
+
+/* ---- the cost model and the profiling pass (cost_model.c, decoder_profile.c) ---- */
+
+/* The profiler's hook, called by the executor before step i of layer 0 runs
+ * (its inputs as the call made them): time fn (that step on the sampler's
+ * stream) and keep the measurement. */
+struct kk__dprofile;
+kk_status kk__dprofile_step(struct kk__dprofile *p, const kk_decoder *d, int i, int64_t B,
+                            int64_t S, int64_t L, kk_bench_fn fn, void *fn_ctx);
 
 /* Run the layers over hidden_in [B,S,hidden] (decoder_run.c). */
 kk_status kk__decoder_run(const char *func, kk_decoder *d, const kk_tensor *hidden_in,

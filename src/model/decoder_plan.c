@@ -22,6 +22,7 @@ const char *kk__dstep_op_name(kk__dstep_op op) {
         [KK__DS_ADD_RMSNORM] = "kk_add_rmsnorm",
         [KK__DS_SILU_MUL] = "kk_silu_mul",
         [KK__DS_SWIGLU] = "kk_swiglu",
+        [KK__DS_ALL_REDUCE] = "kk_comm_all_reduce",
     };
     return (unsigned)op < KK__DS_OP_COUNT ? names[op] : "?";
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/strided_copy.h"
 #include "core/error.h"
 #include "kernelkit/op.h"
 #include "model/decoder_internal.h"
@@ -67,6 +68,7 @@ typedef struct call {
     int64_t B, S, L; /* batch, new tokens, cached tokens */
     kk_tensor *act[KK__DB_COUNT];
     views *v;
+    kk_stream stream; /* the ops' stream: NULL, or the profiler's (decoder_profile.c) */
 } call;
 
 static kk_tensor *weight(const call *c, int64_t layer, kk__dbuf id) {
@@ -91,27 +93,29 @@ static kk_status run_step(call *c, int64_t layer, const kk__dstep *s) {
     kk_status st = KK_OK;
     kk_rope_options rope = cfg->rope;
     switch (s->op) {
-    case KK__DS_RMSNORM: st = kk_rmsnorm(i0, i1, o0, eps, NULL); break;
-    case KK__DS_LINEAR: st = kk_linear(i0, i1, NULL, o0, KK_ACT_NONE, NULL); break;
-    case KK__DS_LINEAR_RES: st = kk_linear_residual(i0, i1, NULL, i2, o0, KK_ACT_NONE, NULL); break;
+    case KK__DS_RMSNORM: st = kk_rmsnorm(i0, i1, o0, eps, c->stream); break;
+    case KK__DS_LINEAR: st = kk_linear(i0, i1, NULL, o0, KK_ACT_NONE, c->stream); break;
+    case KK__DS_LINEAR_RES:
+        st = kk_linear_residual(i0, i1, NULL, i2, o0, KK_ACT_NONE, c->stream);
+        break;
     case KK__DS_LAYOUT: {
         if (S == 1) break; /* [B,1,H,D] is [B,H,1,D]: the buffers alias */
         kk_tensor *src = NULL;
         st = heads_view(c->v, i0, B, S, o0->shape[1], D, &src);
-        if (st == KK_OK) st = kk_tensor_copy(o0, src);
+        if (st == KK_OK) st = kk__tensor_copy_on(o0, src, c->stream);
         break;
     }
     case KK__DS_ROPE:
         rope.offset = L;
-        st = kk_rope(i0, o0, &rope, NULL);
+        st = kk_rope(i0, o0, &rope, c->stream);
         break;
     case KK__DS_KV_WRITE: {
         kk_tensor *krows = NULL, *vrows = NULL, *vsrc = NULL;
         st = cache_rows(c->v, kc, B, L, L + S, &krows);
         if (st == KK_OK) st = cache_rows(c->v, vc, B, L, L + S, &vrows);
         if (st == KK_OK) st = heads_view(c->v, i1, B, S, cfg->num_key_value_heads, D, &vsrc);
-        if (st == KK_OK) st = kk_tensor_copy(krows, i0);
-        if (st == KK_OK) st = kk_tensor_copy(vrows, vsrc);
+        if (st == KK_OK) st = kk__tensor_copy_on(krows, i0, c->stream);
+        if (st == KK_OK) st = kk__tensor_copy_on(vrows, vsrc, c->stream);
         break;
     }
     case KK__DS_ROPE_KV: {
@@ -120,7 +124,7 @@ static kk_status run_step(call *c, int64_t layer, const kk__dstep *s) {
         if (st == KK_OK) st = cache_rows(c->v, vc, B, 0, vc->shape[2], &vb);
         if (st == KK_OK) st = kk_tensor_slice(d->seqlens, 0, 0, B, 1, &lens);
         keep(c->v, lens);
-        if (st == KK_OK) st = kk_rope_kv_append(i0, i1, i2, lens, kb, vb, o0, &rope, NULL);
+        if (st == KK_OK) st = kk_rope_kv_append(i0, i1, i2, lens, kb, vb, o0, &rope, c->stream);
         break;
     }
     case KK__DS_ATTENTION: {
@@ -130,17 +134,38 @@ static kk_status run_step(call *c, int64_t layer, const kk__dstep *s) {
         st = cache_rows(c->v, kc, B, 0, L + S, &k);
         if (st == KK_OK) st = cache_rows(c->v, vc, B, 0, L + S, &v);
         if (st == KK_OK) st = heads_view(c->v, o0, B, S, cfg->num_attention_heads, D, &o);
-        if (st == KK_OK) st = kk_attention(i0, k, v, o, NULL, &opt, NULL);
+        if (st == KK_OK) st = kk_attention(i0, k, v, o, NULL, &opt, c->stream);
         break;
     }
-    case KK__DS_ADD: st = kk_add_rmsnorm(i0, i1, i2, o0, o1, eps, NULL); break;
-    case KK__DS_ADD_RMSNORM: st = kk_add_rmsnorm(i0, i1, i2, o0, o1, eps, NULL); break;
-    case KK__DS_SILU_MUL: st = kk_silu_mul(i0, i1, o0, NULL); break;
-    case KK__DS_SWIGLU: st = kk_swiglu(i0, i1, i2, NULL, NULL, o0, NULL); break;
+    case KK__DS_ADD: st = kk_add_rmsnorm(i0, i1, i2, o0, o1, eps, c->stream); break;
+    case KK__DS_ADD_RMSNORM: st = kk_add_rmsnorm(i0, i1, i2, o0, o1, eps, c->stream); break;
+    case KK__DS_SILU_MUL: st = kk_silu_mul(i0, i1, o0, c->stream); break;
+    case KK__DS_SWIGLU: st = kk_swiglu(i0, i1, i2, NULL, NULL, o0, c->stream); break;
+    case KK__DS_ALL_REDUCE: st = kk__dtp_all_reduce(d, o0, c->stream); break;
     default: st = kk__error(KK_ERR_INTERNAL, "kk_decoder", "unknown step op %d", (int)s->op);
     }
     drop(c->v, mark);
     return st;
+}
+
+/* kk_bench_fn: step `i` of layer 0 on the sampler's stream, as often as the
+ * profiler times it (decoder_profile.c). */
+typedef struct profiled {
+    call *c;
+    int i;
+} profiled;
+
+static kk_status run_profiled(void *ctx, kk_stream stream) {
+    profiled *p = ctx;
+    p->c->stream = stream;
+    kk_status st = run_step(p->c, 0, &p->c->d->plan.steps[p->i]);
+    p->c->stream = NULL;
+    return st;
+}
+
+static kk_status profile_step(call *c, int i) {
+    profiled p = {c, i};
+    return kk__dprofile_step(c->d->profile, c->d, i, c->B, c->S, c->L, run_profiled, &p);
 }
 
 /* The activation views for B x S tokens. */
@@ -254,7 +279,10 @@ kk_status kk__decoder_run(const char *func, kk_decoder *d, const kk_tensor *in, 
     if (st == KK_OK) st = shaped(&v, d->buf[KK__DB_RES], 3, in->shape, &res3);
     if (st == KK_OK) st = kk_tensor_copy(res3, in);
     for (int64_t l = 0; st == KK_OK && l < d->layers; l++)
-        for (int i = 0; st == KK_OK && i < d->plan.n; i++) st = run_step(&c, l, &d->plan.steps[i]);
+        for (int i = 0; st == KK_OK && i < d->plan.n; i++) {
+            if (d->profile && l == 0) st = profile_step(&c, i); /* the profiling pass */
+            if (st == KK_OK) st = run_step(&c, l, &d->plan.steps[i]);
+        }
     if (st == KK_OK) st = kk_op_synchronize(d->device, NULL);
     if (st == KK_OK) st = kk_tensor_copy(out, res3);
     drop(&v, 0);
