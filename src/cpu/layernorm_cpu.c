@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
+#include "cpu/cpu_rows_avx512.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/layernorm.h"
@@ -91,6 +92,100 @@ KK__ISA_CLONES(ln_row,
                 int64_t n, double eps, int stream, float *keep, int64_t r),
                (x, w, b, wb, y, dt, n, eps, stream, keep, r))
 
+#ifdef KK__ROWS512
+/* d = (x - hi) - lo for 16 lanes, 0 past mask. */
+KK__R512 __m512 dev16(const void *p, __m512 hi, __m512 lo, __mmask16 m, const int bf16) {
+    return _mm512_maskz_sub_ps(m, _mm512_sub_ps(kk__ld16(p, bf16, m), hi), lo);
+}
+
+/* sum over the row of d (power 1) or d^2 (power 2), as row_sum: f32 per
+ * chunk of 256 (two accumulators, so that the adds overlap), f64 over the
+ * chunks. */
+KK__R512 double row_sum512(const void *x, int64_t n, mean2 mu, const int power, const int bf16) {
+    const __m512 hi = _mm512_set1_ps(mu.hi), lo = _mm512_set1_ps(mu.lo);
+    double total = 0.0;
+    for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
+        const int len = kk__row_chunk(n, at);
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+        int i = 0;
+        for (; i + 32 <= len; i += 32) {
+            const __m512 d0 = dev16(kk__at(x, bf16, at + i), hi, lo, 0xFFFF, bf16);
+            const __m512 d1 = dev16(kk__at(x, bf16, at + i + 16), hi, lo, 0xFFFF, bf16);
+            s0 = power == 1 ? _mm512_add_ps(s0, d0) : _mm512_fmadd_ps(d0, d0, s0);
+            s1 = power == 1 ? _mm512_add_ps(s1, d1) : _mm512_fmadd_ps(d1, d1, s1);
+        }
+        for (; i < len; i += 16) {
+            const __m512 d = dev16(kk__at(x, bf16, at + i), hi, lo, kk__m16(len - i), bf16);
+            s0 = power == 1 ? _mm512_add_ps(s0, d) : _mm512_fmadd_ps(d, d, s0);
+        }
+        total += _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    }
+    return total;
+}
+
+/* y for elements [i, i + 16) of a row, lanes past m untouched. */
+KK__R512 void ln16(const void *xr, const float *wb, void *yr, int64_t n, __m512 hi, __m512 lo,
+                   __m512 inv, int hw, int64_t i, __mmask16 m, int nt, const int bf16) {
+    __m512 d = _mm512_mul_ps(dev16(kk__at(xr, bf16, i), hi, lo, m, bf16), inv);
+    if (wb)
+        d = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(m, wb + i),
+                            _mm512_maskz_loadu_ps(m, wb + n + i));
+    kk__st16(kk__at_mut(yr, bf16, i), d, bf16, hw, m, nt);
+}
+
+/* ln_row at AVX-512 (f32, bf16), in registers; wb: w and b as f32 ([2n]),
+ * or NULL without affine. */
+KK__R512 void ln_body(const void *x, const float *wb, void *y, int64_t n, double eps, int stream,
+                      int hw, int64_t r, const int bf16) {
+    const void *xr = kk__at(x, bf16, r * n);
+    void *yr = kk__at_mut(y, bf16, r * n);
+    const float x0 = _mm512_cvtss_f32(kk__ld16(xr, bf16, 1));
+    const double mean = x0 + row_sum512(xr, n, (mean2){x0, 0.0f}, 1, bf16) / (double)n;
+    const mean2 mu = {(float)mean, (float)(mean - (double)(float)mean)};
+    const double var = row_sum512(xr, n, mu, 2, bf16) / (double)n;
+    const __m512 inv = _mm512_set1_ps((float)(1.0 / sqrt(var + eps)));
+    const __m512 hi = _mm512_set1_ps(mu.hi), lo = _mm512_set1_ps(mu.lo);
+    const int nt = stream && kk__st16_aligned(yr, bf16);
+    const void *next = kk__at(xr, bf16, n);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        kk__prefetch16(next, i, bf16);
+        ln16(xr, wb, yr, n, hi, lo, inv, hw, i, 0xFFFF, nt, bf16);
+    }
+    if (i < n) ln16(xr, wb, yr, n, hi, lo, inv, hw, i, kk__m16((int)(n - i)), nt, bf16);
+}
+
+static KK__ROWS512_TARGET void ln_row512(const void *x, const float *wb, void *y, int bf16,
+                                         int64_t n, double eps, int stream, int hw, int64_t r) {
+    if (bf16)
+        ln_body(x, wb, y, n, eps, stream, hw, r, 1);
+    else
+        ln_body(x, wb, y, n, eps, stream, hw, r, 0);
+}
+
+/* The AVX-512 path: w and b as f32 (decoded once for bf16); 0 when they
+ * cannot be. */
+static int layernorm512(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
+                        int64_t rows, int64_t n, double eps) {
+    const int bf16 = dt == KK_DTYPE_BF16, hw = kk__rows512_hw();
+    float *wb = w ? malloc((size_t)(2 * n) * sizeof(float)) : NULL;
+    if (w && !wb) return 0;
+    for (int64_t at = 0; wb && at < n; at += KK__ROW_CHUNK) { /* f32 too: one array */
+        kk__row_load(w, dt, at, wb + at, kk__row_chunk(n, at));
+        kk__row_load(b, dt, at, wb + n + at, kk__row_chunk(n, at));
+    }
+    const int stream_out = kk__row_streams(dt, rows * n);
+#pragma omp parallel num_threads(kk__cpu_threads())
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) ln_row512(x, wb, y, bf16, n, eps, stream_out, hw, r);
+        if (stream_out) kk__row_stream_fence();
+    }
+    free(wb);
+    return 1;
+}
+#endif
+
 kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     const kk_status st = kk__cpu_check_tensors(p, t);
@@ -101,6 +196,9 @@ kk_status kk__layernorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_strea
     const kk_dtype dt = (kk_dtype)p->i[KK__LN_DTYPE];
     const void *x = t[0]->data, *w = affine ? t[1]->data : NULL, *b = affine ? t[2]->data : NULL;
     void *y = t[affine ? 3 : 1]->data;
+#ifdef KK__ROWS512
+    if (kk__rows512(dt) && layernorm512(x, w, b, y, dt, rows, n, eps)) return KK_OK;
+#endif
     void (*const row)(const void *, const void *, const void *, const float *, void *, kk_dtype,
                       int64_t, double, int, float *, int64_t) = KK__ISA_PICK(ln_row);
     const int threads = kk__cpu_threads();

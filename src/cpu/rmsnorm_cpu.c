@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
+#include "cpu/cpu_rows_avx512.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/rmsnorm.h"
@@ -45,6 +46,51 @@ KK__ISA_CLONES(rms_row,
                 double eps, int stream, float *keep, int64_t r),
                (x, w, wf, y, dt, n, eps, stream, keep, r))
 
+#ifdef KK__ROWS512
+/* rms_row at AVX-512 (f32, bf16), in registers: the same arithmetic in the
+ * same order, so the same bits. wf: w as f32. */
+KK__R512 void rms16(const void *x, const float *wf, void *y, int bf16, int hw, __m512 inv,
+                    int64_t i, __mmask16 m, int nt) {
+    const __m512 v = _mm512_mul_ps(kk__ld16(kk__at(x, bf16, i), bf16, m), inv);
+    kk__st16(kk__at_mut(y, bf16, i), _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, wf + i)), bf16, hw,
+             m, nt);
+}
+
+static KK__ROWS512_TARGET void rms_row512(const void *x, const float *wf, void *y, int bf16,
+                                          int64_t n, double eps, int stream, int hw, int64_t r) {
+    const void *xr = kk__at(x, bf16, r * n);
+    void *yr = kk__at_mut(y, bf16, r * n);
+    const double ss = kk__sum_squares512(xr, bf16, n);
+    const __m512 inv = _mm512_set1_ps((float)(1.0 / sqrt(ss / (double)n + eps)));
+    const int nt = stream && kk__st16_aligned(yr, bf16);
+    const void *next = kk__at(xr, bf16, n);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        kk__prefetch16(next, i, bf16);
+        rms16(xr, wf, yr, bf16, hw, inv, i, 0xFFFF, nt);
+    }
+    if (i < n) rms16(xr, wf, yr, bf16, hw, inv, i, kk__m16((int)(n - i)), nt);
+}
+
+/* The AVX-512 path: w decoded once for bf16; 0 when w cannot be. */
+static int rmsnorm512(const void *x, const void *w, void *y, kk_dtype dt, int64_t rows, int64_t n,
+                      double eps) {
+    const int bf16 = dt == KK_DTYPE_BF16, hw = kk__rows512_hw();
+    float *wd = bf16 ? malloc((size_t)n * sizeof(float)) : NULL;
+    if (bf16 && !wd) return 0;
+    const float *wf = bf16 ? kk__row_f32(w, dt, 0, n, wd) : (const float *)w;
+    const int stream_out = kk__row_streams(dt, rows * n);
+#pragma omp parallel num_threads(kk__cpu_threads())
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < rows; r++) rms_row512(x, wf, y, bf16, n, eps, stream_out, hw, r);
+        if (stream_out) kk__row_stream_fence();
+    }
+    free(wd);
+    return 1;
+}
+#endif
+
 kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     const kk_status st = kk__cpu_check_tensors(p, t);
@@ -54,6 +100,9 @@ kk_status kk__rmsnorm_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const kk_dtype dt = (kk_dtype)p->i[KK__RMS_DTYPE];
     const void *x = t[0]->data, *w = t[1]->data;
     void *y = t[2]->data;
+#ifdef KK__ROWS512
+    if (kk__rows512(dt) && rmsnorm512(x, w, y, dt, rows, n, eps)) return KK_OK;
+#endif
     void (*const row)(const void *, const void *, const float *, void *, kk_dtype, int64_t, double,
                       int, float *, int64_t) = KK__ISA_PICK(rms_row);
     const int threads = kk__cpu_threads();

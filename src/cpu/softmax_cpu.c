@@ -11,6 +11,7 @@
 
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_rows.h"
+#include "cpu/cpu_rows_avx512.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/softmax.h"
@@ -137,6 +138,114 @@ KK__ISA_CLONES(softmax_row,
                 float *keep, int stream, int64_t r),
                (x, y, dt, n, vis, scale, keep, stream, r))
 
+#ifdef KK__ROWS512
+/* e^((v - mx) sc) for 16 lanes as 2^((v - mx) sc2), sc2 = sc log2(e). */
+KK__R512 __m512 exp_t(__m512 v, __m512 mx, __m512 sc2, const int bf16) {
+    const __m512 d = _mm512_sub_ps(v, mx);
+    return bf16 ? kk__exp2_bf16(_mm512_mul_ps(d, sc2)) : kk__exp2_f32(_mm512_mul_ps(d, sc2));
+}
+
+/* The max of elements [0, len) at p (len <= KK__ROW_CHUNK), as vmaxps takes
+ * it: a NaN may be dropped here, but its own e is NaN, so the row is NaN as
+ * in softmax_row. */
+KK__R512 float chunk_max512(const void *p, const int bf16, int len) {
+    __m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
+    int i = 0;
+    for (; i + 32 <= len; i += 32) {
+        m0 = _mm512_max_ps(m0, kk__ld16(kk__at(p, bf16, i), bf16, 0xFFFF));
+        m1 = _mm512_max_ps(m1, kk__ld16(kk__at(p, bf16, i + 16), bf16, 0xFFFF));
+    }
+    for (; i < len; i += 16) {
+        const __mmask16 m = kk__m16(len - i);
+        m0 = _mm512_mask_max_ps(m0, m, m0, kk__ld16(kk__at(p, bf16, i), bf16, m));
+    }
+    return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
+/* softmax_row at AVX-512 (f32, bf16, with the per-thread row of
+ * exponentials), reading x once: chunk by chunk the running max M_c (max
+ * of the chunks so far), e = e^((x - M_c) scale) kept, and the chunk's sum;
+ * then with the row's max M, f_c = e^((M_c - M) scale), sum = sum_c s_c
+ * f_c (f64), and y = e (f_c / sum). A max pass before the exponentials
+ * was a second read of x that nothing overlapped; t = (x - M_c) + (M_c - M)
+ * keeps the error relative to t (both parts <= 0) at one more rounding.
+ * While the running max is -inf (only -inf so far) M_c = 0, so those e are
+ * 0 rather than NaN, and their f_c 0 (e^(-M) could overflow). A row of only
+ * -inf is NaN, as in softmax_row. The masked rest of the row is 0. */
+KK__R512 void softmax_body(const void *x, void *y, int64_t n, int64_t vis, float scale, float *keep,
+                           int stream, int hw, int64_t r, const int bf16) {
+    const void *xr = kk__at(x, bf16, r * n);
+    void *yr = kk__at_mut(y, bf16, r * n);
+    float mc[KK__ROW_KEEP_MAX / KK__ROW_CHUNK], g[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];
+    float sums[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];
+    const int chunks = (int)((vis + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK);
+    const __m512 sc = _mm512_set1_ps(scale), sc2 = _mm512_set1_ps(scale * 1.44269504088896341f);
+    float M = -__builtin_inff();
+    int lead = 0; /* the leading chunks of only -inf: their e are 0, and so is f_c */
+    for (int c = 0; c < chunks; c++) {
+        const int64_t at = (int64_t)c * KK__ROW_CHUNK;
+        const int len = kk__row_chunk(vis, at);
+        const void *p = kk__at(xr, bf16, at);
+        const float cm = chunk_max512(p, bf16, len);
+        M = cm > M ? cm : M;
+        mc[c] = M == -__builtin_inff() ? 0.0f : M;
+        lead = M == -__builtin_inff() ? c + 1 : lead;
+        const __m512 mx = _mm512_set1_ps(mc[c]);
+        __m512 s = _mm512_setzero_ps();
+        int j = 0;
+        for (; j + 16 <= len; j += 16) {
+            const __m512 e = exp_t(kk__ld16(kk__at(p, bf16, j), bf16, 0xFFFF), mx, sc2, bf16);
+            _mm512_storeu_ps(keep + at + j, e);
+            s = _mm512_add_ps(s, e);
+        }
+        if (j < len) {
+            const __mmask16 m = kk__m16(len - j);
+            const __m512 e =
+                _mm512_maskz_mov_ps(m, exp_t(kk__ld16(kk__at(p, bf16, j), bf16, m), mx, sc2, bf16));
+            _mm512_mask_storeu_ps(keep + at + j, m, e);
+            s = _mm512_add_ps(s, e);
+        }
+        sums[c] = _mm512_reduce_add_ps(s);
+    }
+    const __m512 mx = _mm512_set1_ps(M);
+    for (int c = 0; c < chunks; c += 16) {
+        const __mmask16 m = kk__m16(chunks - c < 16 ? chunks - c : 16);
+        const __m512 d = _mm512_maskz_loadu_ps(m, mc + c);
+        _mm512_mask_storeu_ps(g + c, m, kk__exp512(_mm512_mul_ps(_mm512_sub_ps(d, mx), sc)));
+    }
+    for (int c = 0; c < lead && lead < chunks; c++) g[c] = 0.0f; /* e^(-M) may overflow */
+    double total = 0.0;
+    for (int c = 0; c < chunks; c++) total += (double)sums[c] * (double)g[c];
+    const float inv = (float)(1.0 / total);
+    for (int c = 0; c < chunks; c++) g[c] *= inv;
+    const int nt = stream && kk__st16_aligned(yr, bf16);
+    const void *next = kk__at(xr, bf16, n);
+    int64_t i = 0;
+    for (; i + 16 <= vis; i += 16) {
+        kk__prefetch16(next, i, bf16);
+        const __m512 v =
+            _mm512_mul_ps(_mm512_loadu_ps(keep + i), _mm512_set1_ps(g[i / KK__ROW_CHUNK]));
+        kk__st16(kk__at_mut(yr, bf16, i), v, bf16, hw, 0xFFFF, nt);
+    }
+    for (; i < n; i += 16) { /* the last visible elements, then zeros */
+        const __mmask16 m = kk__m16(n - i < 16 ? (int)(n - i) : 16);
+        const __mmask16 in = kk__m16(vis > i ? (int)(vis - i) : 0);
+        const __m512 f = _mm512_set1_ps(in ? g[i / KK__ROW_CHUNK] : 0.0f);
+        const __m512 v = _mm512_maskz_mul_ps(in, _mm512_maskz_loadu_ps(in, keep + i), f);
+        kk__st16(kk__at_mut(yr, bf16, i), v, bf16, hw, m, nt);
+    }
+}
+
+static KK__ROWS512_TARGET void softmax_row512(const void *x, void *y, int bf16, int64_t n,
+                                              int64_t vis, float scale, float *keep, int stream,
+                                              int hw, int64_t r) {
+    if (bf16)
+        softmax_body(x, y, n, vis, scale, keep, stream, hw, r, 1);
+    else
+        softmax_body(x, y, n, vis, scale, keep, stream, hw, r, 0);
+}
+#endif
+
 kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     const kk_status st = kk__cpu_check_tensors(p, t);
@@ -152,6 +261,22 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const int stream_out = kk__row_streams(dt, rows * n);
     /* no buffer (too long a row, or no memory): the exponentials are recomputed */
     float *keep = n <= KK__ROW_KEEP_MAX ? malloc((size_t)(threads * 2 * n) * sizeof(float)) : NULL;
+#ifdef KK__ROWS512
+    if (keep && kk__rows512(dt)) {
+        const int bf16 = dt == KK_DTYPE_BF16, hw = kk__rows512_hw();
+#pragma omp parallel num_threads(threads)
+        {
+            float *mine = keep + (int64_t)kk__omp_thread() * 2 * n;
+#pragma omp for schedule(static) nowait
+            for (int64_t r = 0; r < rows; r++)
+                softmax_row512(x, y, bf16, n, kk__softmax_visible(p, r), scale, mine, stream_out,
+                               hw, r);
+            if (stream_out) kk__row_stream_fence();
+        }
+        free(keep);
+        return KK_OK;
+    }
+#endif
 #pragma omp parallel num_threads(threads)
     {
         float *mine = keep ? keep + (int64_t)kk__omp_thread() * 2 * n : NULL;

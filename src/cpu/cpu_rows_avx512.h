@@ -1,0 +1,199 @@
+/* Internal: AVX-512 pieces of the row kernels (rmsnorm, layernorm, softmax,
+ * rope and the fused rows): 16 f32 or bf16 elements in a zmm register, loaded
+ * and stored in place (no chunk copies on the stack), bf16 rounded in
+ * registers and streamed 32 or 64 bytes at a time. The compiler-vectorized
+ * chunk loops of cpu_rows.h spent 1.6 instructions an element on the copies
+ * and the rounding alone. Only f32 and bf16: f16 rows keep the cpu_rows.h
+ * clones. docs/backends/cpu.md, "Norms, softmax, rotary embeddings". */
+#ifndef KK_CPU_ROWS_AVX512_H
+#define KK_CPU_ROWS_AVX512_H
+
+#include "cpu/cpu_isa.h"
+#include "cpu/cpu_rows.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KK__ROWS512 1
+
+/* avx512bf16 is in the target only so that vcvtneps2bf16 compiles: it runs
+ * only when hw (the level is avx512_bf16) says the CPU has it. */
+#define KK__ROWS512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+#define KK__R512 static inline __attribute__((always_inline)) KK__ROWS512_TARGET
+
+/* Whether the row kernels take their AVX-512 path: the level, and a dtype it
+ * handles (f32, bf16). */
+static inline int kk__rows512(kk_dtype dt) {
+    return kk__cpu_isa() >= KK__ISA_AVX512 && (dt == KK_DTYPE_F32 || dt == KK_DTYPE_BF16);
+}
+
+/* Whether bf16 is rounded by vcvtneps2bf16 (the CPU has AVX512_BF16). */
+static inline int kk__rows512_hw(void) { return kk__cpu_isa() >= KK__ISA_AVX512_BF16; }
+
+/* Lanes [0, m) of 16, m in 0..16. */
+KK__R512 __mmask16 kk__m16(int m) { return (__mmask16)(m >= 16 ? 0xFFFFu : (1u << m) - 1u); }
+
+/* 16 elements at p (f32, or bf16 when bf16) as f32; lanes past mask read 0. */
+KK__R512 __m512 kk__ld16(const void *p, int bf16, __mmask16 mask) {
+    if (!bf16) return _mm512_maskz_loadu_ps(mask, p);
+    const __m256i h = _mm256_maskz_loadu_epi16(mask, p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* kk__f32_bf16 of 16 floats: (u + 0x7FFF + lsb) >> 16, NaN quieted. */
+KK__R512 __m256i kk__bf16_sw(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000)); /* (u >> 16) | 0x40 */
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+}
+
+/* The same bits with vcvtneps2bf16 (hw), which rounds as kk__f32_bf16 and
+ * quiets NaN the same way but reads subnormal inputs as zero: lanes with a
+ * zero exponent and nonzero bits (rare) take the integer rounding. Checked
+ * against kk_f32_to_bf16 over all 2^32 floats. */
+KK__R512 __m256i kk__bf16_16(__m512 v, int hw) {
+    if (!hw) return kk__bf16_sw(v);
+    const __m256i r = (__m256i)_mm512_cvtneps_pbh(v);
+    const __m512i u = _mm512_castps_si512(v);
+    const __mmask16 sub =
+        _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000)), u,
+                                    _mm512_set1_epi32(0x7FFFFFFF));
+    return sub ? _mm256_mask_blend_epi16(sub, r, kk__bf16_sw(v)) : r;
+}
+
+/* 16 floats to elements at p (f32, or bf16 rounded when bf16), lanes past
+ * mask untouched; nt: a streaming store (p aligned to the store's size, a
+ * full mask). */
+KK__R512 void kk__st16(void *p, __m512 v, int bf16, int hw, __mmask16 mask, int nt) {
+    if (!bf16) {
+        if (nt && mask == 0xFFFF)
+            _mm512_stream_ps((float *)p, v);
+        else
+            _mm512_mask_storeu_ps(p, mask, v);
+        return;
+    }
+    const __m256i h = kk__bf16_16(v, hw);
+    if (nt && mask == 0xFFFF)
+        _mm256_stream_si256((__m256i *)p, h);
+    else
+        _mm256_mask_storeu_epi16(p, mask, h);
+}
+
+/* Whether a row starting at p can be streamed 16 elements at a time. */
+static inline int kk__st16_aligned(const void *p, int bf16) {
+    return ((uintptr_t)p & (bf16 ? 31u : 63u)) == 0;
+}
+
+/* In a loop over a row's elements 16 at a time, at element i: a prefetch
+ * of the next row's line at i (next: that row's start). Put in the pass
+ * that writes a row, it overlaps the next row's reads with this row's
+ * writes; without it one thread alternated between reading and writing
+ * memory, 10% slower in rmsnorm. */
+KK__R512 void kk__prefetch16(const void *next, int64_t i, const int bf16) {
+    if (!((i * (bf16 ? 2 : 4)) & 63))
+        _mm_prefetch((const char *)next + i * (bf16 ? 2 : 4), _MM_HINT_T1);
+}
+
+/* The horizontal sum of 16 lanes halved 8, 4, 2, 1 (lane[l] += lane[l + w]):
+ * kk__chunk_sum_squares's final order. */
+KK__R512 float kk__hsum16(__m512 a) {
+    const __m256 a8 =
+        _mm256_add_ps(_mm512_castps512_ps256(a),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
+    const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
+    return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
+}
+
+/* The row's element pointer at element `at`. */
+static inline const void *kk__at(const void *p, int bf16, int64_t at) {
+    return (const char *)p + at * (bf16 ? 2 : 4);
+}
+static inline void *kk__at_mut(void *p, int bf16, int64_t at) {
+    return (char *)p + at * (bf16 ? 2 : 4);
+}
+
+/* kk__chunk_sum_squares of n elements at x, chunk by chunk (256, the last
+ * shorter), totals in f64: the same bits. In row order: interleaving four
+ * chunks to hide the adds' latency (tried) was slower, the prefetcher
+ * follows one stream better, and memory, not the adds, bounds the pass. */
+KK__R512 double kk__sum_squares512(const void *x, int bf16, int64_t n) {
+    double total = 0.0;
+    for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
+        const int m = kk__row_chunk(n, at);
+        __m512 a = _mm512_setzero_ps();
+        int i = 0;
+        for (; i + 16 <= m; i += 16) {
+            const __m512 v = kk__ld16(kk__at(x, bf16, at + i), bf16, 0xFFFF);
+            a = _mm512_add_ps(a, _mm512_mul_ps(v, v));
+        }
+        if (i < m) { /* the other lanes add +0: the same bits as the scalar tail */
+            const __m512 v = kk__ld16(kk__at(x, bf16, at + i), bf16, kk__m16(m - i));
+            a = _mm512_add_ps(a, _mm512_mul_ps(v, v));
+        }
+        total += kk__hsum16(a);
+    }
+    return total;
+}
+
+/* e^t for 16 lanes (softmax, silu_mul): softmax_cpu.c's exp_nonpositive's
+ * Cody-Waite reduction and
+ * Cephes' polynomial in Horner's form on FMAs, then 2^k by vscalefps,
+ * which also rounds results under 2^-126 to subnormals or 0 (0 below -110)
+ * and keeps NaN: 14 operations where exp_nonpositive compiles to about 25. */
+KK__R512 __m512 kk__exp512(__m512 t) {
+    t = _mm512_max_ps(_mm512_set1_ps(-110.0f), t); /* a NaN t is the second operand: kept */
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), t);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 q = _mm512_set1_ps(1.9875691500e-4f);
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.3981999507e-3f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(8.3334519073e-3f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(4.1665795894e-2f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.6666665459e-1f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(5.0000001201e-1f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f)); /* 1 + r + r^2 P(r) */
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(q, k);
+}
+
+/* 2^u for 16 lanes, u = t log2(e) rounded once (softmax's f32 rows): 2^(u -
+ * k), k = round(u), by a degree-6 minimax fit on [-1/2, 1/2] (relative
+ * error 1.9e-9, so the FMAs' rounding dominates), 2^k by vscalefps. u's
+ * rounding adds u|t| to the error, which stays relative to t: y(1 + e),
+ * |e| <= u(3|t| + 6), 3e-6 for every y above 1e-6. 10 operations. */
+KK__R512 __m512 kk__exp2_f32(__m512 u) {
+    u = _mm512_max_ps(_mm512_set1_ps(-160.0f), u); /* a NaN u is the second operand: kept */
+    const __m512 k = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(u, k);
+    __m512 q = _mm512_set1_ps(1.5345812007e-4f);
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.3399931219e-3f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(9.6184889571e-3f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(5.5503287770e-2f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.4022646891e-1f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(6.9314720574e-1f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0000000006e+0f));
+    return _mm512_scalef_ps(q, k);
+}
+
+/* 2^u for 16 lanes of rows rounded to bf16 after, u = t log2(e) rounded once: 2^(u - k),
+ * k = round(u), by a degree-4 fit on [-1/2, 1/2] (relative error 3.5e-6),
+ * plus u's own rounding (at most 8e-6 relative for the y above 2^-126):
+ * 1/250 of the bf16 rounding's 2^-9 that follows. 8 operations. */
+KK__R512 __m512 kk__exp2_bf16(__m512 u) {
+    u = _mm512_max_ps(_mm512_set1_ps(-160.0f), u);
+    const __m512 k = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(u, k);
+    __m512 q = _mm512_set1_ps(9.6663685154e-3f);
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(5.5921975842e-2f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.4022349038e-1f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(6.9312104520e-1f));
+    q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(q, k);
+}
+
+#endif
+#endif
