@@ -215,6 +215,9 @@ static void a_profile_measures_what_runs_and_changes_nothing(void **state) {
     kk_tensor *x = hidden(2, 3, 0.5f), *y = hidden(2, 3, 0), *y2 = hidden(2, 3, 0);
     kk_bench_options o;
     kk_decoder_profile_options(&o, 0.05);
+    /* samples at a power-capped clock are the model's time: not dropped */
+    assert_true(o.throttle_fraction == 0);
+    assert_true(o.time_budget_s == 0.05 && o.batch == 1 && o.blocking_kernel == 0);
     double floor_s = 0;
     kk_assert_ok(kk_decoder_launch_floor(d, &o, &floor_s));
     printf("launch floor on the CPU: %.3g s\n", floor_s);
