@@ -71,18 +71,7 @@ static int in_kernel(const kk_op_params *p) {
 /* PASS when the kernel covers the case, SKIP saying why when it does not. */
 static void expect_verdict(const kk_case *c, int *passed) {
     const kk_run_options on_gpu = {.device = "cuda:0", .check_memory = 1};
-    kk_case_result r;
-    kk_assert_ok(kk_case_run(c, &on_gpu, &r));
-    if (in_kernel(&c->params)) {
-        if (r.status != KK_CASE_PASS)
-            fail_msg("%s (seed %llu): %s %s", c->name, (unsigned long long)c->seed,
-                     kk_case_status_name(r.status), r.message);
-        (*passed)++;
-    } else {
-        if (r.status != KK_CASE_SKIP)
-            fail_msg("%s: %s, expected SKIP", c->name, kk_case_status_name(r.status));
-        kk_assert_contains(r.message, "does not support");
-    }
+    kk_test_expect_verdict(c, &on_gpu, in_kernel(&c->params), passed);
 }
 
 static void suites_and_fuzz_pass(void **state) {

@@ -162,17 +162,8 @@ static void wrong_kernels_fail(void **state) {
     expect(&row, "M=64 N=200 K=512 scaling=rowwise c_dtype=bf16", 24, KK_CASE_FAIL);
 }
 
-static int not_hopper(void) {
-    kk_device_info d;
-    if (kk_device_get_info("cuda:0", &d) != KK_OK) return 1;
-    if (d.cc_major == 9 && d.cc_minor == 0) return 0;
-    fprintf(stderr, "SKIP: %s is compute capability %d.%d, the fp8_gemm kernel is sm_90a's\n",
-            d.name, d.cc_major, d.cc_minor);
-    return 1;
-}
-
 int main(void) {
-    if (kk_test_no_gpu() || not_hopper()) return KK_TEST_SKIP;
+    if (kk_test_no_gpu() || kk_test_no_hopper("fp8_gemm kernel")) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_scaling_bf16_passes),
         cmocka_unit_test(stage_counts_pass),

@@ -12,6 +12,40 @@ int kk_test_no_gpu(void) {
     return 1;
 }
 
+int kk_test_no_hopper(const char *what) {
+    kk_device_info d;
+    if (kk_device_get_info("cuda:0", &d) != KK_OK) return 1;
+    if (d.cc_major == 9 && d.cc_minor == 0) return 0;
+    fprintf(stderr, "SKIP: %s is compute capability %d.%d, the %s is sm_90a's\n", d.name,
+            d.cc_major, d.cc_minor, what);
+    return 1;
+}
+
+void kk_test_wrong_kernel_fails(const char *device, const char *op, const char *text,
+                                kk_op_kernel_fn wrong, uint64_t seed) {
+    assert_int_equal(kk_test_run_case_on(device, kk_test_op(op), text, seed).status, KK_CASE_PASS);
+    kk_device_info d;
+    kk_assert_ok(kk_device_get_info(device, &d));
+    kk_op row = *kk_test_op(op);
+    kk__op_swap(&row, d.backend, wrong);
+    assert_int_equal(kk_test_run_case_on(device, &row, text, seed).status, KK_CASE_FAIL);
+}
+
+void kk_test_expect_verdict(const kk_case *c, const kk_run_options *o, int in_kernel, int *passed) {
+    kk_case_result r;
+    kk_assert_ok(kk_case_run(c, o, &r));
+    if (in_kernel) {
+        if (r.status != KK_CASE_PASS)
+            fail_msg("%s (seed %llu): %s %s", c->name, (unsigned long long)c->seed,
+                     kk_case_status_name(r.status), r.message);
+        (*passed)++;
+    } else {
+        if (r.status != KK_CASE_SKIP)
+            fail_msg("%s: %s, expected SKIP", c->name, kk_case_status_name(r.status));
+        kk_assert_contains(r.message, "does not support");
+    }
+}
+
 const char *kk_test_write_temp(const char *text, size_t len) {
     static char path[256];
     snprintf(path, sizeof path, "/tmp/kk_test_XXXXXX");

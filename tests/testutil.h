@@ -37,6 +37,10 @@
  * CUDA device is present, so main() can return KK_TEST_SKIP. */
 int kk_test_no_gpu(void);
 
+/* For tests of sm_90a kernels: non-zero (and prints why) when cuda:0 is not
+ * compute capability 9.0; `what` names the kernel in the message. */
+int kk_test_no_hopper(const char *what);
+
 /* One case of op `op_name` with parameters `text` on the CPU, drawn from
  * `seed`, checked against the float64 reference; `kernel` replaces the CPU
  * slot (a wrong kernel, to prove a check fails), NULL keeps the registry's.
@@ -53,6 +57,15 @@ const kk_op *kk_test_op(const char *name);
  * parameters, max abs, max rel, rel L2, message). */
 kk_case_result kk_test_run_case_on(const char *device, const kk_op *row, const char *text,
                                    uint64_t seed);
+
+/* Case `text` of op `op` PASSes on `device` with the registry's kernel and
+ * FAILs with `wrong` in its place (the check shown able to fail). */
+void kk_test_wrong_kernel_fails(const char *device, const char *op, const char *text,
+                                kk_op_kernel_fn wrong, uint64_t seed);
+
+/* Case c run with `o`: PASS when `in_kernel` (the device's kernel takes it;
+ * *passed counts them), else SKIP saying the kernel "does not support" it. */
+void kk_test_expect_verdict(const kk_case *c, const kk_run_options *o, int in_kernel, int *passed);
 
 /* One case's tensors twice, on the CPU and on `device`, the inputs drawn on
  * the host from `seed` and copied to the device (outputs left as made): a
