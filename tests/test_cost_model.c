@@ -274,6 +274,12 @@ static void a_profile_measures_what_runs_and_changes_nothing(void **state) {
     kk_assert_contains(md, "## prefill: conservative, B=2 S=3 after 0 cached");
     kk_assert_contains(md, "| 10 | attention | `kk_attention` | 1 |");
     free(json), free(md);
+    char *none = NULL;
+    kk_assert_status(kk_decoder_results_json(r, costs, phases, -1, &none), KK_ERR_INVALID_ARGUMENT);
+    kk_assert_contains(kk_last_error_message(), "n");
+    kk_assert_status(kk_decoder_cost_markdown(costs, phases, -1, &env, &none),
+                     KK_ERR_INVALID_ARGUMENT);
+    kk_assert_contains(kk_last_error_message(), "0 or more");
     kk_bench_results_free(r), kk_bench_results_free(back);
     kk_bench_environment_free(&env);
     kk_decoder_cost_free(&c[0]), kk_decoder_cost_free(&c[1]);

@@ -134,6 +134,8 @@ kk_status kk_decoder_results_json(const kk_bench_results *r, const kk_decoder_co
                                   const char *const *phases, int n, char **text) {
     kk_status st = KK__CHECK_NOT_NULL(r);
     if (!st) st = KK__CHECK_NOT_NULL(text);
+    if (!st && n < 0)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "n", "0 or more", "%d", n);
     if (!st && n > 0) st = KK__CHECK_NOT_NULL(costs);
     if (!st && n > 0) st = KK__CHECK_NOT_NULL(phases);
     if (st) return st;
@@ -251,6 +253,8 @@ static void phase_md(buf *b, const kk_decoder_cost *c, const char *phase) {
 kk_status kk_decoder_cost_markdown(const kk_decoder_cost *const *costs, const char *const *phases,
                                    int n, const kk_bench_environment *env, char **text) {
     kk_status st = KK__CHECK_NOT_NULL(text);
+    if (!st && n < 0)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "n", "0 or more", "%d", n);
     if (!st && n > 0) st = KK__CHECK_NOT_NULL(costs);
     if (!st && n > 0) st = KK__CHECK_NOT_NULL(phases);
     if (st) return st;
