@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/dtype_cuda.h"
 #include "opdef/all_ops.h"
 #include "kernelkit/cases.h"
 
@@ -397,12 +398,37 @@ static void wrong_kernels_fail(void **state) {
         kk_test_wrong_kernel_fails("cuda:0", cases[c].op, cases[c].text, cases[c].wrong, 7);
 }
 
+/* rmsnorm_fp8's e4m3(y / scale) without the division (fp8_quotient.cuh)
+ * equals the division's code on quotients within 12 ulps of every kind of
+ * rounding boundary; without its guard (multiply, round) it does not, so the
+ * check can fail. Below sm_89 the kernels divide: nothing to compare. */
+static void quotient_without_division(void **state) {
+    (void)state;
+    kk_device_info d;
+    kk_assert_ok(kk_device_get_info("cuda:0", &d));
+    if (d.cc_major * 10 + d.cc_minor < 89) skip();
+    kk__quotient_check r;
+    kk_assert_ok(kk__cuda_e4m3_quotient_check(0, 8, 1ull << 27, 11, &r));
+    print_message("e4m3 quotient, guard 8: %llu pairs, %llu differ\n",
+                  (unsigned long long)r.checked, (unsigned long long)r.mismatches);
+    assert_int_equal(r.checked, 1ull << 27);
+    if (r.mismatches)
+        fail_msg("y 0x%08x / scale 0x%08x: the guarded product's code differs from the division's",
+                 r.first_y, r.first_scale);
+    kk_assert_ok(kk__cuda_e4m3_quotient_check(0, 0, 1ull << 22, 12, &r));
+    print_message("e4m3 quotient, no guard: %llu pairs, %llu differ\n",
+                  (unsigned long long)r.checked, (unsigned long long)r.mismatches);
+    assert_true(r.mismatches > 0);
+    kk_assert_status(kk__cuda_e4m3_quotient_check(0, 3, 1, 1, &r), KK_ERR_INVALID_ARGUMENT);
+    assert_string_equal(kk_last_error()->argument, "guard");
+}
+
 int main(void) {
     if (kk_test_no_gpu()) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kernels_pass),       cmocka_unit_test(new_params_pass),
         cmocka_unit_test(twin_and_gpu_agree), cmocka_unit_test(strided_rows_match),
-        cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(wrong_kernels_fail), cmocka_unit_test(quotient_without_division),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

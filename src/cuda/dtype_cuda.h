@@ -50,6 +50,23 @@ typedef struct kk__nvidia_compare {
  * fp8_e4m3, fp8_e5m2 or e2m1. Errors as kk__cuda_convert_host_buffers. */
 kk_status kk__cuda_convert_compare_nvidia(int device, kk_dtype dtype, kk__nvidia_compare *out);
 
+/* Result of kk__cuda_e4m3_quotient_check. */
+typedef struct kk__quotient_check {
+    uint64_t checked;              /* (y, scale) pairs */
+    uint64_t mismatches;           /* codes that differ from the division's */
+    uint32_t first_y, first_scale; /* f32 bits of the first mismatch found */
+} kk__quotient_check;
+
+/* For tests: on CUDA device `device` (sm_89+ for the fast path; below it the
+ * function is the division itself), compare e4m3(y / scale) computed without
+ * the division (src/cuda/kernels/fp8_quotient.cuh, `guard` 8 as the kernels
+ * use it, or 0: no guard, a deliberately wrong variant) with the division on
+ * `cases` pairs from `seed`: half of them within 12 ulps of an e4m3 rounding
+ * boundary, half anywhere in (-448 scale, 448 scale). Errors as
+ * kk__cuda_convert_host_buffers, and KK_ERR_INVALID_ARGUMENT for another guard. */
+kk_status kk__cuda_e4m3_quotient_check(int device, uint32_t guard, uint64_t cases, uint64_t seed,
+                                       kk__quotient_check *out);
+
 #ifdef CUDART_VERSION /* the includer has the CUDA runtime API */
 /* Convert `count` elements between two device buffers on `stream` (queued, not
  * synchronized). The same rules and bits as kk_convert_host; src and dst must

@@ -27,3 +27,14 @@ kk_status kk__cuda_convert_compare_nvidia(int device, kk_dtype dtype, kk__nvidia
     return kk__error(KK_ERR_CUDA_UNAVAILABLE, "kk__cuda_convert_compare_nvidia",
                      "the cuda backend is unavailable: %s", REASON);
 }
+
+kk_status kk__cuda_e4m3_quotient_check(int device, uint32_t guard, uint64_t cases, uint64_t seed,
+                                       kk__quotient_check *out) {
+    (void)device;
+    (void)guard;
+    (void)cases;
+    (void)seed;
+    if (out) memset(out, 0, sizeof *out);
+    return kk__error(KK_ERR_CUDA_UNAVAILABLE, "kk__cuda_e4m3_quotient_check",
+                     "the cuda backend is unavailable: %s", REASON);
+}

@@ -20,6 +20,7 @@
 #include "cuda/cuda_internal.h"
 #include "cuda/dtype_cuda.h"
 #include "cuda/kernels/convert.cuh"
+#include "cuda/kernels/fp8_quotient.cuh"
 #include "kernelkit/device.h"
 
 extern "C" {
@@ -432,5 +433,113 @@ extern "C" kk_status kk__cuda_convert_compare_nvidia(int device, kk_dtype dtype,
     j.dtype = dtype;
     j.out = out;
     kk__cuda_run_on_device_thread(compare_thread, &j, device);
+    return j.s.report(func, device);
+}
+
+// ---- e4m3 of a quotient without the division (fp8_quotient.cuh) against
+// the division, on quotients placed within 12 ulps of e4m3 rounding
+// boundaries (the cases the guard exists for) and on plain random ones ----
+
+static __device__ __forceinline__ uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+template <uint32_t G>
+__global__ void kk_quotient_check_kernel(uint64_t cases, uint64_t seed,
+                                         unsigned long long *counters, unsigned *first) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    unsigned long long bad = 0;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < cases; i += stride) {
+        const uint64_t r = mix64(seed + 0x9E3779B97F4A7C15ull * (i + 1));
+        const uint64_t r2 = mix64(r);
+        // scale: 2^-30 .. 2^30, any mantissa
+        const float scale =
+            __uint_as_float((uint32_t)((97u + (r >> 58)) << 23) | (uint32_t)(r & 0x7FFFFFu));
+        float y;
+        if (i & 1) { // near the midpoint of codes c and c + 1 (both positive, finite)
+            const uint32_t c = (uint32_t)((r >> 23) % 0x7Eu);
+            const float mid = 0.5f * (__uint_as_float(kk_convert::e4m3_to_f32bits(c)) +
+                                      __uint_as_float(kk_convert::e4m3_to_f32bits(c + 1)));
+            const int32_t d = (int32_t)((r2 >> 8) % 25u) - 12;
+            y = __uint_as_float((uint32_t)((int32_t)__float_as_uint(__fmul_rn(mid, scale)) + d));
+        } else { // anywhere in (-448 scale, 448 scale)
+            y = __fmul_rn(__fmul_rn((float)(r2 >> 40) * 0x1p-24f, 448.0f), scale);
+        }
+        if (r2 & 1) y = -y;
+        const float rcp = __frcp_rn(scale);
+        if (kk_fp8q::e4m3_of_quotient<G>(y, scale, rcp) !=
+            kk_fp8q::e4m3_of_quotient_div(y, scale)) {
+            bad++;
+            if (atomicCAS(&first[0], 0xFFFFFFFFu, __float_as_uint(y)) == 0xFFFFFFFFu)
+                first[1] = __float_as_uint(scale);
+        }
+    }
+    if (bad) atomicAdd(&counters[0], bad);
+}
+
+struct quotient_job {
+    int device;
+    uint32_t guard;
+    uint64_t cases, seed;
+    kk__quotient_check *out;
+    job_state s;
+};
+
+static void *quotient_thread(void *arg) {
+    quotient_job *j = static_cast<quotient_job *>(arg);
+    unsigned long long *d_counters = NULL, counters[1] = {0};
+    unsigned *d_first = NULL, first[2] = {0xFFFFFFFFu, 0u};
+    j->s.check(cudaSetDevice(j->device), "cudaSetDevice");
+    if (j->s.ok()) j->s.check(cudaMalloc((void **)&d_counters, sizeof counters), "cudaMalloc");
+    if (j->s.ok()) j->s.check(cudaMalloc((void **)&d_first, sizeof first), "cudaMalloc");
+    if (j->s.ok())
+        j->s.check(cudaMemcpy(d_counters, counters, sizeof counters, cudaMemcpyHostToDevice),
+                   "cudaMemcpy");
+    if (j->s.ok())
+        j->s.check(cudaMemcpy(d_first, first, sizeof first, cudaMemcpyHostToDevice), "cudaMemcpy");
+    if (j->s.ok()) {
+        if (j->guard == 0)
+            kk_quotient_check_kernel<0><<<2048, 256>>>(j->cases, j->seed, d_counters, d_first);
+        else
+            kk_quotient_check_kernel<kk_fp8q::kGuard>
+                <<<2048, 256>>>(j->cases, j->seed, d_counters, d_first);
+        j->s.check(cudaGetLastError(), "the quotient check's launch", true);
+    }
+    if (j->s.ok()) j->s.check(cudaDeviceSynchronize(), "the quotient check", true);
+    if (j->s.ok())
+        j->s.check(cudaMemcpy(counters, d_counters, sizeof counters, cudaMemcpyDeviceToHost),
+                   "cudaMemcpy");
+    if (j->s.ok())
+        j->s.check(cudaMemcpy(first, d_first, sizeof first, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    if (d_counters) cudaFree(d_counters);
+    if (d_first) cudaFree(d_first);
+    (void)cudaGetLastError();
+    if (j->s.ok()) {
+        j->out->checked = j->cases;
+        j->out->mismatches = counters[0];
+        j->out->first_y = counters[0] ? first[0] : 0u;
+        j->out->first_scale = counters[0] ? first[1] : 0u;
+    }
+    return NULL;
+}
+
+extern "C" kk_status kk__cuda_e4m3_quotient_check(int device, uint32_t guard, uint64_t cases,
+                                                  uint64_t seed, kk__quotient_check *out) {
+    static const char *const func = "kk__cuda_e4m3_quotient_check";
+    kk_status st = KK__CHECK_NOT_NULL(out);
+    if (st != KK_OK) return st;
+    memset(out, 0, sizeof *out);
+    if (guard != 0 && guard != kk_fp8q::kGuard)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "guard", "0 or 8", "%u", guard);
+    if ((st = check_device(func, device)) != KK_OK) return st;
+    quotient_job j;
+    j.device = device;
+    j.guard = guard;
+    j.cases = cases;
+    j.seed = seed;
+    j.out = out;
+    kk__cuda_run_on_device_thread(quotient_thread, &j, device);
     return j.s.report(func, device);
 }

@@ -4,8 +4,10 @@
 // CPU's order (kk__chunk_sum_squares in src/cpu/cpu_rows.h: chunks of 256,
 // 16 lanes each summing every 16th square in turn, the lanes halved 8, 4, 2,
 // 1, the chunk sums added in f64 in row order), 1/rms in f64 as there, y's
-// two products, the amax on |y|'s bits, the scale and the ratio are
-// core/quant_math.h's and the rounding convert.cuh's e4m3.
+// two products, the amax on |y|'s bits, the scale core/quant_math.h's, and
+// q = e4m3(y / scale) as the CPU rounds it through fp8_quotient.cuh (a
+// product and the hardware's e4m3 where that decides the code, else the
+// division and convert.cuh's encoder).
 //
 // One compact kernel a dtype, rolled loops (43-46 registers, about 2,100 SASS
 // instructions). A block of 256 threads takes rpb = 8, 4, 2 or 1 rows (G =
@@ -29,6 +31,7 @@
 #include <stdint.h>
 
 #include "core/quant_math.h"
+#include "cuda/kernels/fp8_quotient.cuh"
 #include "cuda/kernels/rows.cuh"
 #include "cuda/cuda_kernels.h"
 #include "opdef/rmsnorm_fp8.h"
@@ -230,11 +233,11 @@ template <int DT> __global__ void __launch_bounds__(kThreads, 5) rmsnorm_fp8_ker
                     if (live && lim > 0 && (t & 15) == 0) a.scales[r * a.ss + (e >> 7)] = scale;
                 }
                 if (!live || lim <= 0) continue;
+                const float rcp = __frcp_rn(scale);
                 uint32_t b[2] = {0u, 0u};
 #pragma unroll
                 for (int j = 0; j < kUnit; j++)
-                    b[j >> 2] |= (uint32_t)kk_convert::f32bits_to_e4m3(
-                                     __float_as_uint(kk__q_ratio(y[j], scale)))
+                    b[j >> 2] |= kk_fp8q::e4m3_of_quotient<kk_fp8q::kGuard>(y[j], scale, rcp)
                                  << (8 * (j & 3));
                 if (a.qvec) {
                     *reinterpret_cast<uint2 *>(qr + e) = make_uint2(b[0], b[1]);

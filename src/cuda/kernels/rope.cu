@@ -114,18 +114,23 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
     typedef typename Elem<DT>::T T;
     extern __shared__ double smem[];
     const int half = (int)a.half, tid = threadIdx.x;
-    double *inv_freq = smem;                            // [half]
-    float *cs = reinterpret_cast<float *>(smem + half); // [P][half]
-    float *sn = cs + a.P * half;                        // [P][half]
+    double *inv_freq = smem;                                  // [half]
+    int64_t *xoff = reinterpret_cast<int64_t *>(smem + half); // [P]: token p's row base in x
+    int64_t *yoff = xoff + a.P;                               // [P]: and in y
+    float *cs = reinterpret_cast<float *>(yoff + a.P);        // [P][half]
+    float *sn = cs + a.P * half;                              // [P][half]
     for (int i = tid; i < half; i += kThreads) inv_freq[i] = kk_rope::inv_freq(a.freq, i);
-    // This thread's first job (q, h, b) and the step between its jobs, the
-    // same for every position: jobs run q fastest, then h, then b. The
-    // gridDim.y blocks of a tile share its jobs (decode: one position, many
-    // rows).
+    // A tile's jobs are (p, b, h, q), q fastest: every thread of the block
+    // (and of the gridDim.y blocks sharing the tile) takes jobs, whatever the
+    // jobs of one token (16 heads: 128, half a block). This thread's first
+    // job and the step between its jobs, as digits of that mixed radix.
     const int64_t j0 = (int64_t)blockIdx.y * kThreads + tid, step = (int64_t)gridDim.y * kThreads;
-    const int q0 = (int)(j0 % a.jrow), sq = (int)(step % a.jrow);
-    const int64_t r0 = j0 / a.jrow, sr = step / a.jrow;
-    const int64_t h0 = r0 % a.H, b0 = r0 / a.H, sh = sr % a.H, sb = sr / a.H;
+    const int H = (int)a.H, Bj = (int)a.Bj, jrow = a.jrow;
+    const int q0 = (int)(j0 % jrow), h0 = (int)(j0 / jrow % H), b0 = (int)(j0 / jrow / H % Bj);
+    const int64_t p0 = j0 / jrow / H / Bj;
+    const int sq = (int)(step % jrow), sh = (int)(step / jrow % H),
+              sb = (int)(step / jrow / H % Bj);
+    const int64_t sp = step / jrow / H / Bj;
     const int64_t tiles = (a.T + a.P - 1) / a.P;
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const int64_t s0 = tile * a.P;
@@ -141,29 +146,29 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeArgs a) {
             cs[k] = (float)cd;
             sn[k] = (float)sd;
         }
-        __syncthreads();
-        for (int p = 0; p < ph; p++) {
+        for (int p = tid; p < ph; p += kThreads) {
             // token s0 + p: position s (plain), or (batch, s) with pos
             const int64_t tok = s0 + p, s = a.pos ? tok % a.S : tok, bt = a.pos ? tok / a.S : 0;
-            const T *xs = static_cast<const T *>(a.x) + s * a.xs2 + bt * a.xs0;
-            T *ys = static_cast<T *>(a.y) + s * a.ys2 + bt * a.ys0;
-            int q = q0;
-            int64_t h = h0, b = b0;
-            while (b < a.Bj) {
-                job<DT, GPTJ, VEC>(a, xs + b * a.xs0 + h * a.xs1, ys + b * a.ys0 + h * a.ys1, q,
-                                   cs + p * half, sn + p * half);
-                q += sq;
-                h += sh;
-                b += sb;
-                if (q >= a.jrow) {
-                    q -= a.jrow;
-                    h++;
-                }
-                if (h >= a.H) {
-                    h -= a.H;
-                    b++;
-                }
-            }
+            xoff[p] = s * a.xs2 + bt * a.xs0;
+            yoff[p] = s * a.ys2 + bt * a.ys0;
+        }
+        __syncthreads();
+        int64_t p = p0;
+        int q = q0, h = h0, b = b0;
+        while (p < ph) {
+            const T *xr = static_cast<const T *>(a.x) + xoff[p] + b * a.xs0 + h * a.xs1;
+            T *yr = static_cast<T *>(a.y) + yoff[p] + b * a.ys0 + h * a.ys1;
+            job<DT, GPTJ, VEC>(a, xr, yr, q, cs + p * half, sn + p * half);
+            q += sq; // add the step digit by digit, carrying
+            int c = q >= jrow;
+            q -= c ? jrow : 0;
+            h += sh + c;
+            c = h >= H;
+            h -= c ? H : 0;
+            b += sb + c;
+            c = b >= Bj;
+            b -= c ? Bj : 0;
+            p += sp + c;
         }
     }
 }
@@ -173,10 +178,11 @@ kk_status go(const RopeArgs &a, size_t smem, cudaStream_t s) {
     const int64_t tiles = (a.T + a.P - 1) / a.P;
     const int64_t resident = (int64_t)kk_cuda::sm_count() * (2048 / kThreads);
     const unsigned grid = (unsigned)(tiles < resident ? tiles : resident);
-    // A tile's jobs split over blocks when the tiles alone leave SMs idle:
-    // about 1024 jobs a block, at most what the device holds at once.
+    // A tile's jobs split over blocks when the tiles alone leave SMs idle
+    // (decode: one token a sequence): down to a job a thread, at most what
+    // the device holds at once.
     const int64_t jobs = (int64_t)a.P * a.Bj * a.H * a.jrow;
-    int64_t split = (jobs + 1023) / 1024, room = resident / (int64_t)grid;
+    int64_t split = (jobs + kThreads - 1) / kThreads, room = resident / (int64_t)grid;
     split = split > room ? room : split;
     split = split < 1 ? 1 : split > 65535 ? 65535 : split;
     rope_kernel<DT, GPTJ, VEC><<<dim3(grid, (unsigned)split), kThreads, smem, s>>>(a);
@@ -244,7 +250,8 @@ extern "C" kk_status kk__rope_cuda(const kk_op_params *p, kk_tensor *const *t, k
     P = P > pmax ? pmax : P;
     P = P > a.T ? a.T : P;
     a.P = (int)(P < 1 ? 1 : P);
-    const size_t smem = (size_t)a.half * sizeof(double) + (size_t)a.P * (size_t)a.R * sizeof(float);
+    const size_t smem = (size_t)a.half * sizeof(double) + 2 * (size_t)a.P * sizeof(int64_t) +
+                        (size_t)a.P * (size_t)a.R * sizeof(float);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (dt == KK_DTYPE_F32) return go_dtype<kF32>(a, gptj, vec, smem, s);
     if (dt == KK_DTYPE_F16) return go_dtype<kF16>(a, gptj, vec, smem, s);
