@@ -437,6 +437,43 @@ static void files_without_flush_mode_read_as_write(void **state) {
     free(good);
 }
 
+/* A file thinned by scripts/thin-results.py (every step-th sample kept,
+ * "samples_thinned" {kept, of}) reads with the kept samples; a count that does
+ * not match the sampler's, or more kept than there were, is refused. */
+static void thinned_samples_read(void **state) {
+    (void)state;
+    char *good = good_text();
+    cJSON *root = cJSON_Parse(good), *parent;
+    char key[64];
+    assert_non_null(walk(root, "benchmarks.0.samples", &parent, key));
+    cJSON *samples = cJSON_GetObjectItemCaseSensitive(parent, key);
+    const int n = cJSON_GetArraySize(samples);
+    assert_true(n >= 3);
+    cJSON *b0 = parent;
+    for (int i = n - 1; i >= 0; i -= 1)
+        if (i % 2) cJSON_DeleteItemFromArray(samples, i); /* keep samples 0, 2, 4, ... */
+    const int kept = cJSON_GetArraySize(samples);
+    cJSON *t = cJSON_AddObjectToObject(b0, "samples_thinned");
+    cJSON_AddNumberToObject(t, "kept", kept);
+    cJSON *of = cJSON_AddNumberToObject(t, "of", n);
+    cJSON_AddNumberToObject(t, "step", 2);
+    char *text = cJSON_Print(root);
+    kk_bench_results *r = NULL;
+    kk_assert_ok(kk_bench_results_from_json(text, strlen(text), &r));
+    assert_int_equal(r->entries[0].m.n, kept);
+    assert_int_equal(r->entries[0].summary.n, n);
+    kk_bench_results_free(r);
+    free(text);
+    cJSON_SetNumberValue(of, n + 1); /* not the sampler's count */
+    text = cJSON_Print(root);
+    r = NULL;
+    kk_assert_status(kk_bench_results_from_json(text, strlen(text), &r), KK_ERR_IO);
+    assert_non_null(strstr(kk_last_error()->message, "samples_thinned"));
+    free(text);
+    cJSON_Delete(root);
+    free(good);
+}
+
 static void expect_io(const char *text, size_t len) {
     kk_bench_results *r = NULL;
     kk_status st = kk_bench_results_from_json(text, len, &r);
@@ -521,6 +558,7 @@ int main(void) {
         cmocka_unit_test(round_trip_is_exact),
         cmocka_unit_test(hostile_documents_are_refused),
         cmocka_unit_test(files_without_flush_mode_read_as_write),
+        cmocka_unit_test(thinned_samples_read),
         cmocka_unit_test(malformed_text_is_refused),
         cmocka_unit_test(file_errors),
     };

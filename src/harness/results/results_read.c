@@ -145,6 +145,24 @@ static int read_measurement(kk__rd *c, const cJSON *o, const char *path, kk_benc
     return 1;
 }
 
+/* A file thinned by scripts/thin-results.py keeps every step-th sample and
+ * says so: "samples_thinned": {"kept": k, "of": N}, N the sampler's count
+ * (measurement.samples_kept, summary.n). The entry then holds the k samples. */
+static int read_thinned(kk__rd *c, const cJSON *o, const char *path, kk_bench_measurement *m) {
+    if (!cJSON_GetObjectItemCaseSensitive(o, "samples_thinned")) return 1;
+    const cJSON *t = kk__rd_object(c, o, path, "samples_thinned");
+    char p[96];
+    snprintf(p, sizeof p, "%s.samples_thinned", path);
+    size_t kept = 0, of = 0;
+    if (!t || !kk__rd_size(c, t, p, "kept", KK_BENCH_MAX_SAMPLES_LIMIT, &kept) ||
+        !kk__rd_size(c, t, p, "of", KK_BENCH_MAX_SAMPLES_LIMIT, &of))
+        return 0;
+    if (of != m->n) return kk__rd_fail(c, p, "of", "not samples_kept", "measurement.samples_kept");
+    if (kept < 1 || kept > of) return kk__rd_fail(c, p, "kept", "out of range", "1 .. of");
+    m->n = kept;
+    return 1;
+}
+
 static int read_samples(kk__rd *c, const cJSON *o, const char *path, kk_bench_measurement *m) {
     const cJSON *a = kk__rd_array(c, o, path, "samples");
     if (!a) return 0;
@@ -186,11 +204,12 @@ static int read_entry(kk__rd *c, const cJSON *o, size_t i, const kk_bench_result
              (!cJSON_GetObjectItemCaseSensitive(o, "threshold") ||
               kk__rd_double(c, o, path, "threshold", 1e-300, 1, &e->threshold)) &&
              read_summary(c, o, path, &e->summary) &&
-             read_throughput(c, o, path, r->has_ceilings, e) &&
-             read_measurement(c, o, path, &e->m) && read_samples(c, o, path, &e->m);
+             read_throughput(c, o, path, r->has_ceilings, e) && read_measurement(c, o, path, &e->m);
+    const size_t sampled = ok ? e->m.n : 0; /* the sampler's count, before any thinning */
+    ok = ok && read_thinned(c, o, path, &e->m) && read_samples(c, o, path, &e->m);
     if (!ok) return 0;
     if (!e->name[0]) return kk__rd_fail(c, path, "name", "\"\"", "a non-empty name");
-    if (e->summary.n != e->m.n)
+    if (e->summary.n != sampled)
         return kk__rd_fail(c, path, "summary.n", "not samples_kept", "measurement.samples_kept");
     snprintf(e->m.device, sizeof e->m.device, "%s", e->device);
     return 1;
