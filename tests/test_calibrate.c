@@ -61,7 +61,8 @@ static void test_cpu_quick(void **state) {
     assert_true(g_cal.ceilings[KK_CEILING_FP32].value < 100); /* TFLOP/s on a few cores */
     /* the bf16 rate is measured exactly where the kernels have vdpbf16ps */
     const kk_ceiling *bf16 = &g_cal.ceilings[KK_CEILING_BF16];
-    if (strcmp(kk_cpu_isa(), "avx512_bf16") == 0) {
+    const int amx = strcmp(kk_cpu_isa(), "amx") == 0;
+    if (amx || strcmp(kk_cpu_isa(), "avx512_bf16") == 0) {
         assert_int_equal(bf16->available, 1);
         assert_true(bf16->value > 0 && bf16->value < 100);
         assert_non_null(strstr(bf16->method, "vdpbf16ps"));
@@ -69,6 +70,14 @@ static void test_cpu_quick(void **state) {
         assert_int_equal(bf16->available, 0);
         assert_true(bf16->reason[0] != '\0');
     }
+    /* the AMX tiles' rate only at the amx level */
+    const kk_ceiling *tiles = &g_cal.ceilings[KK_CEILING_AMX_BF16];
+    assert_int_equal(tiles->available, amx);
+    if (amx)
+        assert_true(tiles->value > 0 && tiles->value < 1000 && strstr(tiles->method, "tdpbf16ps"));
+    else
+        assert_true(tiles->reason[0] != '\0');
+    assert_string_equal(kk_ceiling_name(KK_CEILING_AMX_BF16), "amx_bf16_tflops");
     /* the fp32 method names the level it measured */
     assert_non_null(strstr(g_cal.ceilings[KK_CEILING_FP32].method, kk_cpu_isa()));
     assert_int_equal(g_cal.ceilings[KK_CEILING_FP8].available, 0);
@@ -96,7 +105,11 @@ static void test_roundtrip_and_load(void **state) {
     kk_calibration_to_ceilings(&g_cal, &want_c);
     assert_memory_equal(&c, &want_c, sizeof c);
     assert_true(c.copy_gbs > 0 && c.read_gbs > 0 && c.fp32_tflops > 0);
-    assert_true((c.bf16_tflops > 0) == (strcmp(kk_cpu_isa(), "avx512_bf16") == 0));
+    const int bf16_level =
+        strcmp(kk_cpu_isa(), "avx512_bf16") == 0 || strcmp(kk_cpu_isa(), "amx") == 0;
+    assert_true((c.bf16_tflops > 0) == bf16_level);
+    if (g_cal.ceilings[KK_CEILING_AMX_BF16].available) /* the tiles' rate is the bf16 peak */
+        assert_true(c.bf16_tflops == g_cal.ceilings[KK_CEILING_AMX_BF16].value);
     assert_true(c.fp8_tflops == 0);
 
     /* a file of another device is refused */
@@ -180,6 +193,14 @@ static void test_hostile(void **state) {
                      kk_status_name(st), kk_status_name(cases[i].want), kk_last_error_message());
         free(bad);
     }
+    /* a file written before the AMX ceiling existed reads, that ceiling unavailable */
+    char *older = mutate(json, "\"amx_bf16_tflops\"", "\"unknown_key\"");
+    kk_assert_ok(kk_calibration_from_json(older, strlen(older), &back));
+    assert_int_equal(back.ceilings[KK_CEILING_AMX_BF16].available, 0);
+    assert_string_equal(back.ceilings[KK_CEILING_AMX_BF16].reason, "not in this file");
+    assert_memory_equal(&back.ceilings[KK_CEILING_COPY], &g_cal.ceilings[KK_CEILING_COPY],
+                        sizeof back.ceilings[0]);
+    free(older);
     /* a long device name, truncated JSON, not JSON, nesting, a huge file */
     char *longname = malloc(2000);
     assert_non_null(longname);

@@ -136,6 +136,7 @@ static void bf16_at_every_level(void **state) {
     for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++) {
         kk__cpu_isa_cap(isa);
         assert_int_equal(kk__cpu_gemm_bf16_available(), isa >= KK__ISA_AVX512_BF16);
+        const long amx_before = kk__cpu_gemm_bf16_amx_runs();
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             char text[160];
             snprintf(text, sizeof text, "%s dtype=bf16", shapes[s]);
@@ -143,7 +144,64 @@ static void bf16_at_every_level(void **state) {
             snprintf(text, sizeof text, "%s bias=1 activation=swiglu dtype=bf16", shapes[s]);
             expect_pass(find("linear"), text, 50 + s);
         }
+        /* the tiles ran exactly at the amx level */
+        assert_int_equal(kk__cpu_gemm_bf16_amx_runs() > amx_before, isa >= KK__ISA_AMX);
     }
+    kk__cpu_isa_cap(-1);
+}
+
+/* ---- the bf16 product on AMX tiles (gemm_bf16_amx.c) ---- */
+
+static int no_amx(void) {
+    if (kk__cpu_isa_supported() >= KK__ISA_AMX) return 0;
+    print_message("skipped: no AMX-BF16 here, or the kernel refused the tiles (level %s)\n",
+                  kk__cpu_isa_name(kk__cpu_isa_supported()));
+    return 1;
+}
+
+/* At the amx level: shapes whose M, N and K cut the 16-row, 32-column and
+ * 32-k tiles, the 128 x 256 work item and the 512-value k block anywhere, gemm
+ * and Linear with every epilogue (bias, each activation, SwiGLU, residual),
+ * against the float64 reference with the op's tolerance; the tiles counted. */
+static void amx_against_reference(void **state) {
+    (void)state;
+    if (no_amx()) skip();
+    kk__cpu_isa_cap(KK__ISA_AMX);
+    const long before = kk__cpu_gemm_bf16_amx_runs();
+    static const int sizes[] = {1, 17, 33, 100, 257};
+    unsigned seed = 70;
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 5; j++)
+            for (size_t k = 0; k < 5; k++) {
+                char text[160];
+                snprintf(text, sizeof text, "M=%d N=%d K=%d dtype=bf16", sizes[i], sizes[j],
+                         sizes[k]);
+                expect_pass(find("gemm"), text, seed++);
+            }
+    static const char *const big[] = {"M=129 N=300 K=1100", "M=300 N=513 K=545", "M=16 N=32 K=32",
+                                      "M=257 N=257 K=1025"};
+    for (size_t s = 0; s < 4; s++) {
+        char text[192];
+        snprintf(text, sizeof text, "%s dtype=bf16", big[s]);
+        expect_pass(find("gemm"), text, seed++);
+        for (size_t a = 0; a < 6; a++)
+            for (int bias = 0; bias < 2; bias++) {
+                snprintf(text, sizeof text, "%s bias=%d activation=%s dtype=bf16 residual=%d",
+                         big[s], bias, acts[a], (int)((a + s) % 2));
+                expect_pass(find("linear"), text, seed++);
+            }
+    }
+    expect_pass(find("linear"), "M=1 N=4500 K=9 bias=1 activation=silu dtype=bf16", seed++);
+    kk__cpu_gemm_set_blocking(5, 7);
+    expect_pass(find("linear"), "M=23 N=31 K=19 bias=1 activation=swiglu dtype=bf16", seed++);
+    kk__cpu_gemm_set_blocking(0, 0);
+    for (int n = 1; n <= 3; n += 2) {
+        const int threads = kk_cpu_num_threads();
+        kk_assert_ok(kk_cpu_set_num_threads(n));
+        expect_pass(find("linear"), "M=70 N=45 K=64 bias=1 activation=gelu_tanh dtype=bf16", 9);
+        kk_assert_ok(kk_cpu_set_num_threads(threads));
+    }
+    assert_true(kk__cpu_gemm_bf16_amx_runs() > before + 125);
     kk__cpu_isa_cap(-1);
 }
 
@@ -165,11 +223,10 @@ static void unknown_isa_is_logged(void **state) {
 }
 
 /* Small integers in bf16 make every product and every partial sum exact in
- * f32, so the packed kernel must give exactly the integer result, on strided
- * operands and an output with a leading dimension past n. */
-static void bf16_product_is_exact(void **state) {
-    (void)state;
-    if (kk__cpu_isa_supported() < KK__ISA_AVX512_BF16) skip();
+ * f32, so the packed kernel (vdpbf16ps, or the AMX tiles) must give exactly
+ * the integer result, on strided operands and an output with a leading
+ * dimension past n. */
+static void product_is_exact(void) {
     enum { M = 200, N = 290, K = 1101, LDA = K + 3, LDB = K + 1, LDC = N + 5 };
     uint16_t *a = malloc(sizeof(uint16_t) * M * LDA), *b = malloc(sizeof(uint16_t) * N * LDB);
     float *c = malloc(sizeof(float) * M * LDC);
@@ -189,9 +246,28 @@ static void bf16_product_is_exact(void **state) {
                     want += (double)kk_bf16_to_f32(a[i * LDA + k]) * kk_bf16_to_f32(b[j * LDB + k]);
             }
             if (c[i * LDC + j] != want)
-                fail_msg("c[%d][%d] = %g, want %g", i, j, c[i * LDC + j], want);
+                fail_msg("c[%d][%d] = %g, want %g (%s)", i, j, c[i * LDC + j], want,
+                         kk__cpu_isa_name(kk__cpu_isa()));
         }
     free(a), free(b), free(c);
+}
+
+static void bf16_product_is_exact(void **state) {
+    (void)state;
+    if (kk__cpu_isa_supported() < KK__ISA_AVX512_BF16) skip();
+    kk__cpu_isa_cap(KK__ISA_AVX512_BF16); /* the vdpbf16ps kernel */
+    product_is_exact();
+    kk__cpu_isa_cap(-1);
+}
+
+static void amx_product_is_exact(void **state) {
+    (void)state;
+    if (no_amx()) skip();
+    kk__cpu_isa_cap(KK__ISA_AMX);
+    const long before = kk__cpu_gemm_bf16_amx_runs();
+    product_is_exact();
+    assert_int_equal(kk__cpu_gemm_bf16_amx_runs(), before + 1);
+    kk__cpu_isa_cap(-1);
 }
 
 /* ---- wrong kernels: the same checker must fail them ---- */
@@ -310,6 +386,17 @@ static void wrong_kernels_fail(void **state) {
     row = with_kernel("gemm", wrong_k);
     expect_fail(&row, "M=20 N=21 K=300 dtype=f32", 6);
     expect_fail(&row, "M=20 N=21 K=300 dtype=bf16", 6); /* the bf16 product where the CPU has it */
+    if (kk__cpu_isa_supported() >= KK__ISA_AMX) {       /* and on the tiles */
+        kk__cpu_isa_cap(KK__ISA_AMX);
+        const long before = kk__cpu_gemm_bf16_amx_runs();
+        expect_fail(&row, "M=20 N=21 K=300 dtype=bf16", 6);
+        expect_fail(&row, "M=40 N=70 K=64 dtype=bf16", 7);
+        assert_true(kk__cpu_gemm_bf16_amx_runs() >= before + 2);
+        row = with_kernel("gemm", wrong_short);
+        const kk_case_result t = run_case(&row, "M=9 N=30 K=8 dtype=bf16", 4);
+        assert_int_equal(t.status, KK_CASE_FAIL);
+        kk__cpu_isa_cap(-1);
+    }
 }
 
 /* ---- the vectorizable math against libm ---- */
@@ -355,6 +442,7 @@ int main(void) {
         cmocka_unit_test(any_thread_count),      cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(math_matches_libm),     cmocka_unit_test(bf16_at_every_level),
         cmocka_unit_test(bf16_product_is_exact), cmocka_unit_test(unknown_isa_is_logged),
+        cmocka_unit_test(amx_against_reference), cmocka_unit_test(amx_product_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -326,6 +326,8 @@ static void cpu_features_string(void **state) {
     kk_cpu_features_str(0x3fffu, buf, sizeof buf);
     assert_string_equal(buf, "sse2,sse4_2,avx,avx2,fma,f16c,avx512f,avx512bw,avx512vl,"
                              "avx512_bf16,avx512_fp16,avx_vnni,amx_tile,neon");
+    kk_cpu_features_str(KK_CPU_AMX_TILE | KK_CPU_AMX_BF16, buf, sizeof buf);
+    assert_string_equal(buf, "amx_tile,amx_bf16");
     kk_cpu_features_str(1u << 20, buf, sizeof buf); /* unknown bits are ignored */
     assert_string_equal(buf, "none");
     /* too small: whole names only, always terminated */

@@ -58,7 +58,7 @@ def isa_tables(folder):
     out = []
     for path in sorted(folder.glob("kernelkit-*-r1.json")):
         stem = path.name.removeprefix("kernelkit-").removesuffix("-r1.json")
-        for isa in ("generic", "avx2", "avx512"):
+        for isa in ("generic", "avx2", "avx512", "avx512_bf16"):
             if not stem.endswith(f"-{isa}"):
                 continue
             suite = stem.removesuffix(f"-{isa}")

@@ -117,7 +117,7 @@ done
 # the report: every round of every suite at the CPU's own level, and the anchors
 own=()
 for f in "$OUT"/kernelkit-*-r[0-9]*.json "$OUT"/torch-*-r[0-9]*.json; do
-  case "$f" in *-generic-r*|*-avx2-r*|*-avx512-r*) ;; *) [ -e "$f" ] && own+=("$f") ;; esac
+  case "$f" in *-generic-r*|*-avx2-r*|*-avx512-r*|*-avx512_bf16-r*) ;; *) [ -e "$f" ] && own+=("$f") ;; esac
 done
 "$KK" report "${own[@]}" --title "KernelKit CPU backend against PyTorch CPU" \
   --output "$OUT/report.md"

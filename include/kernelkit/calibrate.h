@@ -36,6 +36,7 @@ typedef enum kk_ceiling_kind {
     KK_CEILING_BF16,     /* "bf16_tflops": bf16 GEMM through cuBLASLt, TFLOP/s */
     KK_CEILING_FP8,      /* "fp8_tflops": fp8 e4m3 GEMM through cuBLASLt, TFLOP/s */
     KK_CEILING_FP32,     /* "fp32_tflops": fp32 FMA (2 FLOP each), TFLOP/s */
+    KK_CEILING_AMX_BF16, /* "amx_bf16_tflops": CPU AMX tiles, bf16 products, TFLOP/s */
     KK_CEILING_COUNT
 } kk_ceiling_kind;
 

@@ -66,6 +66,7 @@ enum {
     KK_CPU_AVX_VNNI = 1u << 11,
     KK_CPU_AMX_TILE = 1u << 12,
     KK_CPU_NEON = 1u << 13,
+    KK_CPU_AMX_BF16 = 1u << 14, /* AMX bf16 tile products (tdpbf16ps) */
 };
 
 /* Everything KernelKit knows about one device. Fields that do not apply to a
@@ -103,7 +104,8 @@ typedef struct kk_device_info {
 KK_API const char *kk_cpu_features_str(unsigned features, char *buf, size_t size);
 
 /* The instruction-set level the CPU kernels use now: "generic", "avx2"
- * (AVX2 + FMA), "avx512" (F/BW/VL) or "avx512_bf16": the best this CPU has,
+ * (AVX2 + FMA), "avx512" (F/BW/VL), "avx512_bf16" or "amx" (AMX-TILE +
+ * AMX-BF16, with the OS's permission to use the tiles): the best this CPU has,
  * capped by the environment variable KK_CPU_ISA (one of those names). */
 KK_API const char *kk_cpu_isa(void);
 

@@ -45,7 +45,7 @@ static void print_table(const kk_calibration *cal, const char *path) {
         printf("driver %s, SM clock %d MHz (max %d), memory clock %d MHz\n",
                cal->driver_version[0] ? cal->driver_version : "?", cal->sm_clock_mhz,
                cal->sm_clock_max_mhz, cal->mem_clock_mhz);
-    printf("\n%-12s %12s  %-8s %-23s %10s  %s\n", "ceiling", "value", "unit", "95% CI", "anchor",
+    printf("\n%-15s %12s  %-8s %-23s %10s  %s\n", "ceiling", "value", "unit", "95% CI", "anchor",
            "method");
     for (int i = 0; i < KK_CEILING_COUNT; i++) {
         const kk_ceiling *c = &cal->ceilings[i];
@@ -55,13 +55,13 @@ static void print_table(const kk_calibration *cal, const char *path) {
         char anc[32] = "-";
         if (a > 0) snprintf(anc, sizeof anc, "%.0f", a);
         if (!c->available) {
-            printf("%-12s %12s  %-8s %-23s %10s  unavailable: %s\n", name, "-", unit, "", anc,
+            printf("%-15s %12s  %-8s %-23s %10s  unavailable: %s\n", name, "-", unit, "", anc,
                    c->reason);
             continue;
         }
         char ci[64];
         snprintf(ci, sizeof ci, "[%.4g, %.4g]", c->value_ci_low, c->value_ci_high);
-        printf("%-12s %12.4g  %-8s %-23s %10s  %s\n", name, c->value, unit, ci, anc, c->method);
+        printf("%-15s %12.4g  %-8s %-23s %10s  %s\n", name, c->value, unit, ci, anc, c->method);
     }
     if (strstr(cal->device_name, "H200"))
         printf("\nanchor: /work/shared/ANCHORS.md, one H200 (copy = bytes read + written)\n");

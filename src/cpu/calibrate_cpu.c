@@ -7,7 +7,9 @@
  * FMA chains in 16-lane (AVX-512) or 8-lane (AVX2 + FMA) vectors, or 32
  * scalar multiply-add chains at the generic level (a C11 build does not
  * contract them into FMAs: the rate portable code reaches); bf16 = vdpbf16ps
- * chains (AVX512_BF16: 32 multiply-adds each), unavailable below that level. */
+ * chains (AVX512_BF16: 32 multiply-adds each), unavailable below that level;
+ * amx_bf16 = tdpbf16ps on 4 independent accumulator tiles (16 x 16 x 32
+ * multiply-adds each), at the amx level only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +129,53 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static float dot
 }
 #endif
 
+#if KK__AMX_CODE
+/* 4 accumulators (tiles 0..3) fed by 2 a tiles and 2 b tiles loaded once:
+ * each iteration 4 independent tdpbf16ps, 4 x 16384 FLOP. */
+typedef struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+static const amx_config k_amx_config
+    __attribute__((aligned(64))) = {.palette = 1,
+                                    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+                                    .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
+#define AMX_FLOPS_PER_ITER (4 * 16 * 16 * 32 * 2.0)
+
+__attribute__((target("amx-tile,amx-bf16"))) static float dot_amx(long iters, float seed) {
+    uint16_t in[16 * 32];
+    float out[16 * 16];
+    for (int i = 0; i < 16 * 32; i++) in[i] = (uint16_t)(i & 1 ? 0x3f80 : 0x3580); /* 1, 2^-20 */
+    for (int i = 0; i < 16 * 16; i++) out[i] = seed;
+    __asm__ volatile("" ::: "memory"); /* tileloadd has no memory operand in gcc */
+    _tile_loadconfig(&k_amx_config);
+    _tile_loadd(0, out, 64);
+    _tile_loadd(1, out, 64);
+    _tile_loadd(2, out, 64);
+    _tile_loadd(3, out, 64);
+    _tile_loadd(4, in, 64);
+    _tile_loadd(5, in, 64);
+    _tile_loadd(6, in, 64);
+    _tile_loadd(7, in, 64);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return out[0] + out[255];
+}
+#endif
+
 /* FLOPs per thread per iteration of each kind (0: not at this level). */
 static double fp32_flops_per_iter(kk__isa isa) {
     return isa >= KK__ISA_AVX512 ? VCHAINS * 16 * 2 : isa >= KK__ISA_AVX2 ? VCHAINS * 8 * 2 : 0;
 }
 
+/* bf16: 0 fp32 FMA, 1 vdpbf16ps, 2 AMX tiles */
 static kk_status run_vector(void *ctx, kk_stream stream, int bf16) {
     cpu_job *j = ctx;
     (void)stream;
@@ -141,7 +185,11 @@ static kk_status run_vector(void *ctx, kk_stream stream, int bf16) {
     {
         float r = 0.0f;
 #if defined(__x86_64__) && defined(__GNUC__)
-        if (bf16)
+        if (bf16 == 2) {
+#if KK__AMX_CODE
+            r = dot_amx(j->iters, j->fsink * 1e-30f);
+#endif
+        } else if (bf16)
             r = dot_bf16(j->iters, j->fsink * 1e-30f);
         else if (isa >= KK__ISA_AVX512)
             r = fma_avx512(j->iters, j->fsink * 1e-30f);
@@ -157,6 +205,7 @@ static kk_status run_vector(void *ctx, kk_stream stream, int bf16) {
 
 static kk_status run_fma_vector(void *ctx, kk_stream stream) { return run_vector(ctx, stream, 0); }
 static kk_status run_dot_bf16(void *ctx, kk_stream stream) { return run_vector(ctx, stream, 1); }
+static kk_status run_dot_amx(void *ctx, kk_stream stream) { return run_vector(ctx, stream, 2); }
 
 kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
                             kk__calibrate_measure_fn measure, kk_calibration *cal) {
@@ -213,6 +262,22 @@ kk_status kk__calibrate_cpu(void *ctx, int index, const kk_calibrate_options *o,
         kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_BF16],
                                 isa >= KK__ISA_AVX2 ? "no AVX512_BF16 at this level (KK_CPU_ISA)"
                                                     : "no bf16 dot product at the generic level");
+    }
+#if KK__AMX_CODE
+    if (!st && isa >= KK__ISA_AMX) {
+        snprintf(method, sizeof method, "amx: tdpbf16ps, 4 accumulator tiles, %d thread%s", threads,
+                 threads == 1 ? "" : "s");
+        /* a tile product is 16 times a vdpbf16ps chain's work: fewer iterations */
+        cpu_job amx = j;
+        amx.iters = j.iters / 16;
+        st = measure("cpu", run_dot_amx, &amx, AMX_FLOPS_PER_ITER * threads * (double)amx.iters,
+                     1e12, o, method, &cal->ceilings[KK_CEILING_AMX_BF16]);
+    } else
+#endif
+    {
+        kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_AMX_BF16],
+                                "no AMX-BF16 tiles at this level (needs the amx level; now %s)",
+                                kk__cpu_isa_name(isa));
     }
     kk__ceiling_unavailable(&cal->ceilings[KK_CEILING_FP8],
                             "no fp8 matrix unit measured on the CPU");

@@ -87,6 +87,26 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
                             const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
                             kk__cpu_tile_fn done, void *ctx);
 
+/* The same product on AMX tiles (gemm_bf16_amx.c), which kk__cpu_gemm_bf16
+ * calls at the amx level; kk__cpu_gemm_bf16_amx_runs counts those calls (tests
+ * check that the tiles ran). x86-64 only, like the next three. */
+kk_status kk__cpu_gemm_bf16_amx(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
+                                const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+                                kk__cpu_tile_fn done, void *ctx);
+long kk__cpu_gemm_bf16_amx_runs(void);
+
+/* Rows [r0, r0 + w) of a [*, ld] bf16 matrix, k values [k0, k0 + kc), as
+ * 32-bit pairs dst[p * w + i] = (k0 + 2p, k0 + 2p + 1) of row r0 + i, rows at
+ * or past `rows` and the k past an odd kc zero (AVX-512 gathers: call only at
+ * avx512 or above). */
+void kk__cpu_bf16_pack_pairs(const uint16_t *src, int64_t ld, int64_t rows, int64_t r0, int w,
+                             int64_t k0, int64_t kc, uint32_t *dst);
+/* The packed operands' scratch, 64-byte aligned, kept between calls for one
+ * call at a time (*cached = 1; a concurrent call gets a fresh allocation);
+ * give it back with the same `cached`. NULL when out of memory. */
+void *kk__cpu_bf16_scratch_take(size_t bytes, int *cached);
+void kk__cpu_bf16_scratch_give(void *p, int cached);
+
 /* Round `n` f32 values to `dt` (f32: copy) into dst + i0 elements. */
 void kk__cpu_store_row(const float *src, void *dst, kk_dtype dt, int64_t i0, int64_t n);
 

@@ -193,6 +193,7 @@ static unsigned detect_features(void) {
                 if (d7 & (1u << 23)) f |= KK_CPU_AVX512_FP16;
             }
             if (os_amx && (d7 & (1u << 24))) f |= KK_CPU_AMX_TILE;
+            if (os_amx && (d7 & (1u << 22))) f |= KK_CPU_AMX_BF16;
             unsigned max_sub = a;
             if (max_sub >= 1 && __get_cpuid_count(7, 1, &a71, &b, &c, &d)) {
                 if (os_avx && (a71 & (1u << 4))) f |= KK_CPU_AVX_VNNI;
@@ -207,8 +208,9 @@ static unsigned detect_features(void) {
 }
 
 static const char *const k_feature_names[] = {
-    "sse2",     "sse4_2",   "avx",         "avx2",        "fma",      "f16c",     "avx512f",
-    "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "neon",
+    "sse2",        "sse4_2",   "avx",      "avx2",     "fma",
+    "f16c",        "avx512f",  "avx512bw", "avx512vl", "avx512_bf16",
+    "avx512_fp16", "avx_vnni", "amx_tile", "neon",     "amx_bf16",
 };
 
 const char *kk_cpu_features_str(unsigned features, char *buf, size_t size) {

@@ -1,7 +1,7 @@
 /* Internal: which instruction set the CPU kernels run on. The library is built
  * for baseline x86-64; kernels that gain from wider vectors have one variant
  * per level, compiled with target attributes, and pick one per call by
- * kk__cpu_isa(). KK_CPU_ISA=generic|avx2|avx512|avx512_bf16 caps the level
+ * kk__cpu_isa(). KK_CPU_ISA=generic|avx2|avx512|avx512_bf16|amx caps the level
  * (a level above what the CPU has is capped at the CPU's), so every lower path
  * can be run and tested on a machine that has a higher one.
  * docs/backends/cpu.md, "Instruction sets". */
@@ -17,10 +17,24 @@ typedef enum kk__isa {
     KK__ISA_AVX2 = 1,        /* AVX2 + FMA */
     KK__ISA_AVX512 = 2,      /* AVX-512 F, BW, VL (+ AVX2, FMA) */
     KK__ISA_AVX512_BF16 = 3, /* ... + AVX512_BF16 (vdpbf16ps) */
+    KK__ISA_AMX = 4,         /* ... + AMX-TILE, AMX-BF16 and the OS's leave (Linux) */
     KK__ISA_COUNT
 } kk__isa;
 
-/* The highest level this CPU and OS support. */
+/* 1 where the compiler has the AMX intrinsics (gcc 11, clang 12): the amx
+ * level exists only then. */
+#if defined(__x86_64__) && defined(__clang__) && __clang_major__ >= 12
+#define KK__AMX_CODE 1
+#elif defined(__x86_64__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11
+#define KK__AMX_CODE 1
+#else
+#define KK__AMX_CODE 0
+#endif
+
+/* The highest level this CPU and OS support. The amx level also needs the
+ * kernel's permission to use the tile data (Linux: arch_prctl
+ * ARCH_REQ_XCOMP_PERM, asked once per process, the first time a CPU with
+ * AMX-BF16 asks); refused, the level is avx512_bf16. */
 kk__isa kk__cpu_isa_supported(void);
 
 /* The level kernels use now: the supported one, capped by KK_CPU_ISA (read on
@@ -30,7 +44,7 @@ kk__isa kk__cpu_isa(void);
 /* Tests: cap the level (-1: no cap). */
 void kk__cpu_isa_cap(int level);
 
-/* "generic", "avx2", "avx512", "avx512_bf16". */
+/* "generic", "avx2", "avx512", "avx512_bf16", "amx". */
 const char *kk__cpu_isa_name(kk__isa isa);
 
 /* A name as above into *out; 0 when it is none of them. */

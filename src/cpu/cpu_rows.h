@@ -114,6 +114,15 @@ static inline int kk__omp_thread(void) {
 #endif
 }
 
+/* The number of threads in the calling thread's OpenMP team (1 outside one). */
+static inline int kk__omp_threads(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 /* Rows up to this long are decoded once into a per-thread f32 buffer when
  * they are not f32, so that every later pass over the row reads f32. */
 #define KK__ROW_KEEP_MAX (INT64_C(1) << 16)

@@ -16,14 +16,22 @@
 #define KK__ROWS512 1
 
 /* avx512bf16 is in the target only so that vcvtneps2bf16 compiles: it runs
- * only when hw (the level is avx512_bf16) says the CPU has it. */
-#define KK__ROWS512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+ * only when hw (the level is avx512_bf16) says the CPU has it. avx512dq
+ * (vreduceps, vfpclassps) is checked at run time by kk__rows512: every CPU
+ * with BW and VL has it (Skylake-SP on, Zen 4), so none loses the path. */
+#define KK__ROWS512_TARGET                                                                         \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
 #define KK__R512 static inline __attribute__((always_inline)) KK__ROWS512_TARGET
 
-/* Whether the row kernels take their AVX-512 path: the level, and a dtype it
- * handles (f32, bf16). */
+/* Whether the code of this file may run: the level, and DQ. */
+static inline int kk__rows512_isa(void) {
+    return kk__cpu_isa() >= KK__ISA_AVX512 && __builtin_cpu_supports("avx512dq");
+}
+
+/* Whether the row kernels take their AVX-512 path: kk__rows512_isa, and a
+ * dtype it handles (f32, bf16). */
 static inline int kk__rows512(kk_dtype dt) {
-    return kk__cpu_isa() >= KK__ISA_AVX512 && (dt == KK_DTYPE_F32 || dt == KK_DTYPE_BF16);
+    return (dt == KK_DTYPE_F32 || dt == KK_DTYPE_BF16) && kk__rows512_isa();
 }
 
 /* Whether bf16 is rounded by vcvtneps2bf16 (the CPU has AVX512_BF16). */
@@ -50,16 +58,13 @@ KK__R512 __m256i kk__bf16_sw(__m512 v) {
 }
 
 /* The same bits with vcvtneps2bf16 (hw), which rounds as kk__f32_bf16 and
- * quiets NaN the same way but reads subnormal inputs as zero: lanes with a
- * zero exponent and nonzero bits (rare) take the integer rounding. Checked
+ * quiets NaN the same way but reads subnormal inputs as zero: lanes that
+ * vfpclassps finds subnormal (rare) take the integer rounding. Checked
  * against kk_f32_to_bf16 over all 2^32 floats. */
 KK__R512 __m256i kk__bf16_16(__m512 v, int hw) {
     if (!hw) return kk__bf16_sw(v);
     const __m256i r = (__m256i)_mm512_cvtneps_pbh(v);
-    const __m512i u = _mm512_castps_si512(v);
-    const __mmask16 sub =
-        _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000)), u,
-                                    _mm512_set1_epi32(0x7FFFFFFF));
+    const __mmask16 sub = _mm512_fpclass_ps_mask(v, 0x20); /* denormal */
     return sub ? _mm256_mask_blend_epi16(sub, r, kk__bf16_sw(v)) : r;
 }
 
@@ -79,6 +84,21 @@ KK__R512 void kk__st16(void *p, __m512 v, int bf16, int hw, __mmask16 mask, int 
         _mm256_stream_si256((__m256i *)p, h);
     else
         _mm256_mask_storeu_epi16(p, mask, h);
+}
+
+/* 32 floats (lo, then hi) rounded to bf16 by vcvtne2ps2bf16 (the level is
+ * avx512_bf16), subnormal lanes as in kk__bf16_16, stored at p: streamed
+ * when nt and p is 64-byte aligned. One 64-byte store instead of two of
+ * 32: a streaming store of half a line cost Zen 4 more than the rounding. */
+KK__R512 void kk__st32_bf16(void *p, __m512 lo, __m512 hi, int nt) {
+    __m512i r = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    const __mmask16 sl = _mm512_fpclass_ps_mask(lo, 0x20), sh = _mm512_fpclass_ps_mask(hi, 0x20);
+    if (sl | sh) /* rare: the integer rounding of both halves */
+        r = _mm512_inserti64x4(_mm512_castsi256_si512(kk__bf16_sw(lo)), kk__bf16_sw(hi), 1);
+    if (nt && !((uintptr_t)p & 63))
+        _mm512_stream_si512((__m512i *)p, r);
+    else
+        _mm512_storeu_si512(p, r);
 }
 
 /* Whether a row starting at p can be streamed 16 elements at a time. */
@@ -164,11 +184,14 @@ KK__R512 __m512 kk__exp512(__m512 t) {
  * k), k = round(u), by a degree-6 minimax fit on [-1/2, 1/2] (relative
  * error 1.9e-9, so the FMAs' rounding dominates), 2^k by vscalefps. u's
  * rounding adds u|t| to the error, which stays relative to t: y(1 + e),
- * |e| <= u(3|t| + 6), 3e-6 for every y above 1e-6. 10 operations. */
+ * |e| <= u(3|t| + 6), 3e-6 for every y above 1e-6. f = u - k by vreduceps
+ * (exact, as the subtraction was), which gives 0 for an infinite u, so u =
+ * -inf needs no clamp: 2^-inf scales to 0 (and +inf to +inf); a NaN stays
+ * NaN. 9 operations; the same bits as the clamped form for every u but +inf
+ * (which was NaN). */
 KK__R512 __m512 kk__exp2_f32(__m512 u) {
-    u = _mm512_max_ps(_mm512_set1_ps(-160.0f), u); /* a NaN u is the second operand: kept */
     const __m512 k = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(u, k);
+    const __m512 f = _mm512_reduce_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 q = _mm512_set1_ps(1.5345812007e-4f);
     q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.3399931219e-3f));
     q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(9.6184889571e-3f));
@@ -182,11 +205,11 @@ KK__R512 __m512 kk__exp2_f32(__m512 u) {
 /* 2^u for 16 lanes of rows rounded to bf16 after, u = t log2(e) rounded once: 2^(u - k),
  * k = round(u), by a degree-4 fit on [-1/2, 1/2] (relative error 3.5e-6),
  * plus u's own rounding (at most 8e-6 relative for the y above 2^-126):
- * 1/250 of the bf16 rounding's 2^-9 that follows. 8 operations. */
+ * 1/250 of the bf16 rounding's 2^-9 that follows. f by vreduceps as in
+ * kk__exp2_f32 (no clamp). 7 operations. */
 KK__R512 __m512 kk__exp2_bf16(__m512 u) {
-    u = _mm512_max_ps(_mm512_set1_ps(-160.0f), u);
     const __m512 k = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(u, k);
+    const __m512 f = _mm512_reduce_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 q = _mm512_set1_ps(9.6663685154e-3f);
     q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(5.5921975842e-2f));
     q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.4022349038e-1f));

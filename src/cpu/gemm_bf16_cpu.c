@@ -11,8 +11,11 @@
  * registers. Both operands are packed once per call; then a work item is a
  * 96 x 256 tile of c (96 KiB, in L2 across all of K) and its k blocks in
  * turn: their a (48 KiB) and b (128 KiB) blocks stay in L2, one strip of b
- * (16 KiB) in L1 while the eight micro-panels of a pass over it. docs/backends/cpu.md, "Instruction sets". */
+ * (16 KiB) in L1 while the eight micro-panels of a pass over it. At the amx
+ * level the product runs on AMX tiles instead (gemm_bf16_amx.c), with this
+ * file's packing of b and its scratch. docs/backends/cpu.md, "Instruction sets". */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +44,8 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * layout of a micro-panel of a (w = MR) and of a strip of b (w = NR). Rows
  * at or past `rows` and the k past an odd kc are zeros. A gather takes one
  * pair of 16 rows; each row's cache line serves 16 pairs in a row. */
-TARGET static void pack_pairs(const uint16_t *src, int64_t ld, int64_t rows, int64_t r0, int w,
-                              int64_t k0, int64_t kc, uint32_t *dst) {
+TARGET void kk__cpu_bf16_pack_pairs(const uint16_t *src, int64_t ld, int64_t rows, int64_t r0,
+                                    int w, int64_t k0, int64_t kc, uint32_t *dst) {
     const int64_t full = kc / 2, kp = (kc + 1) / 2;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int h = 0; h < w; h += 16) {
@@ -109,6 +112,10 @@ TARGET static void kernel_edge(const uint32_t *ap, const uint32_t *bp, int64_t k
 
 int kk__cpu_gemm_bf16_available(void) { return kk__cpu_isa() >= KK__ISA_AVX512_BF16; }
 
+static atomic_long amx_runs;
+
+long kk__cpu_gemm_bf16_amx_runs(void) { return atomic_load(&amx_runs); }
+
 /* The scratch of the packed operands, kept between calls: pages of a fresh
  * allocation of tens of MiB would be faulted in on every call. One call at a
  * time uses it; a concurrent call allocates its own. */
@@ -116,7 +123,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *cache;
 static size_t cache_bytes;
 
-static void *scratch_take(size_t bytes, int *cached) {
+void *kk__cpu_bf16_scratch_take(size_t bytes, int *cached) {
     *cached = 0;
     if (pthread_mutex_trylock(&cache_lock) == 0) {
         if (cache_bytes < bytes) {
@@ -133,7 +140,7 @@ static void *scratch_take(size_t bytes, int *cached) {
     return aligned_alloc(64, bytes);
 }
 
-static void scratch_give(void *p, int cached) {
+void kk__cpu_bf16_scratch_give(void *p, int cached) {
     if (cached)
         pthread_mutex_unlock(&cache_lock);
     else
@@ -145,13 +152,18 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
                             kk__cpu_tile_fn done, void *ctx) {
     if (!kk__cpu_gemm_bf16_available())
         return kk__error(KK_ERR_UNSUPPORTED, "gemm", "the bf16 product needs AVX512_BF16");
+    if (kk__cpu_isa() >= KK__ISA_AMX) {
+        atomic_fetch_add(&amx_runs, 1);
+        return kk__cpu_gemm_bf16_amx(m, n, K, a, lda, b, ldb, c, ldc, done, ctx);
+    }
     /* Every k block of every strip of b and panel of a, packed once: block kb
      * of strip s at (s * nkb + kb) * KC/2 * NR pairs (panels alike, MR). */
     const int64_t nkb = (K + KC - 1) / KC;
     const int64_t strips = (n + NR - 1) / NR, panels = (m + MR - 1) / MR;
     const int64_t bsize = strips * nkb * (KC / 2) * NR, asize = panels * nkb * (KC / 2) * MR;
     int cached;
-    uint32_t *bpack = scratch_take((size_t)(bsize + asize) * sizeof(uint32_t), &cached);
+    uint32_t *bpack =
+        kk__cpu_bf16_scratch_take((size_t)(bsize + asize) * sizeof(uint32_t), &cached);
     if (!bpack)
         return kk__error(KK_ERR_OUT_OF_MEMORY, "gemm",
                          "no host memory to pack a %lldx%lldx%lld bf16 product", (long long)m,
@@ -165,10 +177,10 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
             const int64_t s = job / nkb, kb = job % nkb, k0 = kb * KC;
             const int64_t kc = min64(KC, K - k0);
             if (s < strips)
-                pack_pairs(b, ldb, n, s * NR, NR, k0, kc, bpack + job * (KC / 2) * NR);
+                kk__cpu_bf16_pack_pairs(b, ldb, n, s * NR, NR, k0, kc, bpack + job * (KC / 2) * NR);
             else
-                pack_pairs(a, lda, m, (s - strips) * MR, MR, k0, kc,
-                           apack + (job - strips * nkb) * (KC / 2) * MR);
+                kk__cpu_bf16_pack_pairs(a, lda, m, (s - strips) * MR, MR, k0, kc,
+                                        apack + (job - strips * nkb) * (KC / 2) * MR);
         }
         /* (the implicit barrier: everything is packed) A work item is a tile
          * of c: its k blocks in turn, so the tile stays in L2 between them. */
@@ -194,13 +206,15 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
                 done(ctx, c + i0 * ldc + j0, ldc, i0, min64(MC, m - i0), j0, min64(NC, n - j0));
         }
     }
-    scratch_give(bpack, cached);
+    kk__cpu_bf16_scratch_give(bpack, cached);
     return KK_OK;
 }
 
 #else
 
 int kk__cpu_gemm_bf16_available(void) { return 0; }
+
+long kk__cpu_gemm_bf16_amx_runs(void) { return 0; }
 
 kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
                             const uint16_t *b, int64_t ldb, float *c, int64_t ldc,

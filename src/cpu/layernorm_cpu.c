@@ -93,81 +93,155 @@ KK__ISA_CLONES(ln_row,
                (x, w, b, wb, y, dt, n, eps, stream, keep, r))
 
 #ifdef KK__ROWS512
-/* d = (x - hi) - lo for 16 lanes, 0 past mask. */
-KK__R512 __m512 dev16(const void *p, __m512 hi, __m512 lo, __mmask16 m, const int bf16) {
-    return _mm512_maskz_sub_ps(m, _mm512_sub_ps(kk__ld16(p, bf16, m), hi), lo);
-}
-
-/* sum over the row of d (power 1) or d^2 (power 2), as row_sum: f32 per
- * chunk of 256 (two accumulators, so that the adds overlap), f64 over the
- * chunks. */
-KK__R512 double row_sum512(const void *x, int64_t n, mean2 mu, const int power, const int bf16) {
+/* Sum over elements [0, len) at p (len <= KK__ROW_CHUNK) of d = (x - hi) -
+ * lo (power 1, called with lo = 0) or d^2 (power 2), in f32 as row_sum's
+ * chunks: two accumulators (so that the adds overlap), 0 past len. */
+KK__R512 float chunk_sum512(const void *p, int len, mean2 mu, const int power, const int bf16) {
     const __m512 hi = _mm512_set1_ps(mu.hi), lo = _mm512_set1_ps(mu.lo);
-    double total = 0.0;
-    for (int64_t at = 0; at < n; at += KK__ROW_CHUNK) {
-        const int len = kk__row_chunk(n, at);
-        __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-        int i = 0;
-        for (; i + 32 <= len; i += 32) {
-            const __m512 d0 = dev16(kk__at(x, bf16, at + i), hi, lo, 0xFFFF, bf16);
-            const __m512 d1 = dev16(kk__at(x, bf16, at + i + 16), hi, lo, 0xFFFF, bf16);
-            s0 = power == 1 ? _mm512_add_ps(s0, d0) : _mm512_fmadd_ps(d0, d0, s0);
-            s1 = power == 1 ? _mm512_add_ps(s1, d1) : _mm512_fmadd_ps(d1, d1, s1);
-        }
-        for (; i < len; i += 16) {
-            const __m512 d = dev16(kk__at(x, bf16, at + i), hi, lo, kk__m16(len - i), bf16);
-            s0 = power == 1 ? _mm512_add_ps(s0, d) : _mm512_fmadd_ps(d, d, s0);
-        }
-        total += _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    int i = 0;
+    for (; i + 32 <= len; i += 32) {
+        const __m512 x0 = kk__ld16(kk__at(p, bf16, i), bf16, 0xFFFF);
+        const __m512 x1 = kk__ld16(kk__at(p, bf16, i + 16), bf16, 0xFFFF);
+        /* power 1 runs with lo = 0: (x - hi) - 0 is x - hi, bit for bit */
+        const __m512 d0 =
+            power == 1 ? _mm512_sub_ps(x0, hi) : _mm512_sub_ps(_mm512_sub_ps(x0, hi), lo);
+        const __m512 d1 =
+            power == 1 ? _mm512_sub_ps(x1, hi) : _mm512_sub_ps(_mm512_sub_ps(x1, hi), lo);
+        s0 = power == 1 ? _mm512_add_ps(s0, d0) : _mm512_fmadd_ps(d0, d0, s0);
+        s1 = power == 1 ? _mm512_add_ps(s1, d1) : _mm512_fmadd_ps(d1, d1, s1);
     }
-    return total;
+    for (; i < len; i += 16) {
+        const __mmask16 m = kk__m16(len - i);
+        const __m512 x0 = kk__ld16(kk__at(p, bf16, i), bf16, m);
+        const __m512 d = _mm512_maskz_sub_ps(m, _mm512_sub_ps(x0, hi), lo);
+        s0 = power == 1 ? _mm512_add_ps(s0, d) : _mm512_fmadd_ps(d, d, s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-/* y for elements [i, i + 16) of a row, lanes past m untouched. */
-KK__R512 void ln16(const void *xr, const float *wb, void *yr, int64_t n, __m512 hi, __m512 lo,
-                   __m512 inv, int hw, int64_t i, __mmask16 m, int nt, const int bf16) {
-    __m512 d = _mm512_mul_ps(dev16(kk__at(xr, bf16, i), hi, lo, m, bf16), inv);
+/* A row whose outputs are still to be written: its x and y, the mean and
+ * 1/sqrt(var + eps), whether y is streamed. */
+typedef struct ln_row_state {
+    const void *xr;
+    void *y;
+    mean2 mu;
+    float inv;
+    int nt;
+} ln_row_state;
+
+/* y = ((x - hi) - lo) inv w + b for elements [i, i + 16) of row xr, 0
+ * past m. */
+KK__R512 __m512 ln_y16(const void *xr, const float *wb, int64_t n, __m512 hi, __m512 lo, __m512 inv,
+                       int64_t i, __mmask16 m, const int bf16) {
+    const __m512 x = kk__ld16(kk__at(xr, bf16, i), bf16, m);
+    __m512 d = _mm512_mul_ps(_mm512_maskz_sub_ps(m, _mm512_sub_ps(x, hi), lo), inv);
     if (wb)
         d = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(m, wb + i),
                             _mm512_maskz_loadu_ps(m, wb + n + i));
-    kk__st16(kk__at_mut(yr, bf16, i), d, bf16, hw, m, nt);
+    return d;
 }
 
-/* ln_row at AVX-512 (f32, bf16), in registers; wb: w and b as f32 ([2n]),
- * or NULL without affine. */
-KK__R512 void ln_body(const void *x, const float *wb, void *y, int64_t n, double eps, int stream,
-                      int hw, int64_t r, const int bf16) {
-    const void *xr = kk__at(x, bf16, r * n);
-    void *yr = kk__at_mut(y, bf16, r * n);
-    const float x0 = _mm512_cvtss_f32(kk__ld16(xr, bf16, 1));
-    const double mean = x0 + row_sum512(xr, n, (mean2){x0, 0.0f}, 1, bf16) / (double)n;
-    const mean2 mu = {(float)mean, (float)(mean - (double)(float)mean)};
-    const double var = row_sum512(xr, n, mu, 2, bf16) / (double)n;
-    const __m512 inv = _mm512_set1_ps((float)(1.0 / sqrt(var + eps)));
-    const __m512 hi = _mm512_set1_ps(mu.hi), lo = _mm512_set1_ps(mu.lo);
-    const int nt = stream && kk__st16_aligned(yr, bf16);
-    const void *next = kk__at(xr, bf16, n);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        kk__prefetch16(next, i, bf16);
-        ln16(xr, wb, yr, n, hi, lo, inv, hw, i, 0xFFFF, nt, bf16);
+/* Outputs [256 u, 256 u + 256) of row s (of n); bf16 32 at a time by
+ * vcvtne2ps2bf16 where the level has it. */
+KK__R512 void ln_write_unit(const ln_row_state *s, const float *wb, int64_t n, int64_t u, int hw,
+                            const int bf16) {
+    const int64_t at = u * KK__ROW_CHUNK, end = n - at < KK__ROW_CHUNK ? n : at + KK__ROW_CHUNK;
+    const __m512 hi = _mm512_set1_ps(s->mu.hi), lo = _mm512_set1_ps(s->mu.lo);
+    const __m512 inv = _mm512_set1_ps(s->inv);
+    const void *xr = s->xr;
+    void *const y = s->y;
+    const int nt = s->nt;
+    int64_t i = at;
+    if (bf16 && hw)
+        for (; i + 32 <= end; i += 32)
+            kk__st32_bf16(kk__at_mut(y, 1, i), ln_y16(xr, wb, n, hi, lo, inv, i, 0xFFFF, 1),
+                          ln_y16(xr, wb, n, hi, lo, inv, i + 16, 0xFFFF, 1), nt);
+    for (; i + 16 <= end; i += 16)
+        kk__st16(kk__at_mut(y, bf16, i), ln_y16(xr, wb, n, hi, lo, inv, i, 0xFFFF, bf16), bf16, hw,
+                 0xFFFF, nt);
+    if (i < end) {
+        const __mmask16 m = kk__m16((int)(end - i));
+        kk__st16(kk__at_mut(y, bf16, i), ln_y16(xr, wb, n, hi, lo, inv, i, m, bf16), bf16, hw, m,
+                 nt);
     }
-    if (i < n) ln16(xr, wb, yr, n, hi, lo, inv, hw, i, kk__m16((int)(n - i)), nt, bf16);
 }
 
-static KK__ROWS512_TARGET void ln_row512(const void *x, const float *wb, void *y, int bf16,
-                                         int64_t n, double eps, int stream, int hw, int64_t r) {
+/* ln_row at AVX-512 (f32, bf16) for rows [r0, r1) of the thread's, the
+ * same arithmetic per element as ln_row's chunks (the mean's pass needs no
+ * lo: it is 0). f32 rows go two at a time in flight: the mean's pass over
+ * row r chunk by chunk, each chunk followed by 256 outputs of row r - 1,
+ * then the variance of row r (from L1/L2), so that a row's writes overlap
+ * the next row's reads instead of following them (0.9x the time). bf16
+ * rows, bound by their decoding and rounding rather than by memory, were
+ * slower so (1.1x): one at a time, the next row prefetched while the
+ * outputs are written. wb: w and b as f32 ([2n]), or NULL. */
+KK__R512 void ln_rows(const void *x, const float *wb, void *y, int64_t n, double eps, int stream,
+                      int hw, int64_t r0, int64_t r1, const int bf16) {
+    ln_row_state rows[2];
+    ln_row_state *prev = NULL;
+    const int64_t units = (n + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK;
+    const int ub = KK__ROW_CHUNK * (bf16 ? 2 : 4); /* a chunk's bytes */
+    /* Row r - 1's outputs are written k units ahead of the chunk of row r
+     * being read, k such that those stores and the next loads of x differ
+     * in their low 12 bits (4K aliasing: a load waits for an earlier store
+     * whose address matches there): (y - x + (k - 1) ub) mod 4 KiB in
+     * [1, 3] KiB. */
+    int64_t k = 0;
+    while (k < 3 &&
+           ((((uintptr_t)y - (uintptr_t)x) + (uintptr_t)((k - 1) * ub)) & 4095) - 1024 > 2048)
+        k++;
+    for (int64_t r = r0; r < r1; r++) {
+        ln_row_state *s = &rows[r & 1];
+        const void *xr = kk__at(x, bf16, r * n);
+        s->xr = xr;
+        s->y = kk__at_mut(y, bf16, r * n);
+        s->nt = stream && kk__st16_aligned(s->y, bf16);
+        const char *next = r + 1 < r1 ? (const char *)kk__at(x, bf16, (r + 1) * n) : NULL;
+        const float x0 = _mm512_cvtss_f32(kk__ld16(xr, bf16, 1));
+        const mean2 m0 = {x0, 0.0f};
+        double t1 = 0.0;
+        for (int64_t u = 0; u < units; u++) {
+            const int64_t at = u * KK__ROW_CHUNK;
+            if (!bf16 && next) /* the next row's chunk into L2 */
+                for (int l = 0; l < ub; l += 64) _mm_prefetch(next + u * ub + l, _MM_HINT_T1);
+            t1 += chunk_sum512(kk__at(xr, bf16, at), kk__row_chunk(n, at), m0, 1, bf16);
+            if (prev) ln_write_unit(prev, wb, n, (u + k) % units, hw, bf16);
+        }
+        const double mean = x0 + t1 / (double)n;
+        s->mu = (mean2){(float)mean, (float)(mean - (double)(float)mean)};
+        double t2 = 0.0;
+        for (int64_t at = 0; at < n; at += KK__ROW_CHUNK)
+            t2 += chunk_sum512(kk__at(xr, bf16, at), kk__row_chunk(n, at), s->mu, 2, bf16);
+        s->inv = (float)(1.0 / sqrt(t2 / (double)n + eps));
+        prev = s;
+        if (bf16) {
+            for (int64_t u = 0; u < units; u++) {
+                if (next)
+                    for (int l = 0; l < ub; l += 64) _mm_prefetch(next + u * ub + l, _MM_HINT_T1);
+                ln_write_unit(s, wb, n, u, hw, 1);
+            }
+            prev = NULL;
+        }
+    }
+    for (int64_t u = 0; prev && u < units; u++) ln_write_unit(prev, wb, n, u, hw, bf16);
+}
+
+static KK__ROWS512_TARGET void ln_rows512(const void *x, const float *wb, void *y, int bf16,
+                                          int64_t n, double eps, int stream, int hw, int64_t r0,
+                                          int64_t r1) {
     if (bf16)
-        ln_body(x, wb, y, n, eps, stream, hw, r, 1);
+        ln_rows(x, wb, y, n, eps, stream, hw, r0, r1, 1);
     else
-        ln_body(x, wb, y, n, eps, stream, hw, r, 0);
+        ln_rows(x, wb, y, n, eps, stream, hw, r0, r1, 0);
 }
 
 /* The AVX-512 path: w and b as f32 (decoded once for bf16); 0 when they
- * cannot be. */
+ * cannot be (or a bf16 row has no room to be decoded). */
 static int layernorm512(const void *x, const void *w, const void *b, void *y, kk_dtype dt,
                         int64_t rows, int64_t n, double eps) {
     const int bf16 = dt == KK_DTYPE_BF16, hw = kk__rows512_hw();
+    const int threads = kk__cpu_threads();
     float *wb = w ? malloc((size_t)(2 * n) * sizeof(float)) : NULL;
     if (w && !wb) return 0;
     for (int64_t at = 0; wb && at < n; at += KK__ROW_CHUNK) { /* f32 too: one array */
@@ -175,10 +249,11 @@ static int layernorm512(const void *x, const void *w, const void *b, void *y, kk
         kk__row_load(b, dt, at, wb + n + at, kk__row_chunk(n, at));
     }
     const int stream_out = kk__row_streams(dt, rows * n);
-#pragma omp parallel num_threads(kk__cpu_threads())
+#pragma omp parallel num_threads(threads)
     {
-#pragma omp for schedule(static) nowait
-        for (int64_t r = 0; r < rows; r++) ln_row512(x, wb, y, bf16, n, eps, stream_out, hw, r);
+        const int me = kk__omp_thread(), team = kk__omp_threads();
+        ln_rows512(x, wb, y, bf16, n, eps, stream_out, hw, rows * me / team,
+                   rows * (me + 1) / team);
         if (stream_out) kk__row_stream_fence();
     }
     free(wb);

@@ -65,6 +65,14 @@ static KK__ROWS512_TARGET void rms_row512(const void *x, const float *wf, void *
     const int nt = stream && kk__st16_aligned(yr, bf16);
     const void *next = kk__at(xr, bf16, n);
     int64_t i = 0;
+    if (bf16 && hw) /* 32 at a time: one 64-byte store */
+        for (; i + 32 <= n; i += 32) {
+            kk__prefetch16(next, i, 1);
+            const __m512 v0 = _mm512_mul_ps(kk__ld16(kk__at(xr, 1, i), 1, 0xFFFF), inv);
+            const __m512 v1 = _mm512_mul_ps(kk__ld16(kk__at(xr, 1, i + 16), 1, 0xFFFF), inv);
+            kk__st32_bf16(kk__at_mut(yr, 1, i), _mm512_mul_ps(v0, _mm512_loadu_ps(wf + i)),
+                          _mm512_mul_ps(v1, _mm512_loadu_ps(wf + i + 16)), nt);
+        }
     for (; i + 16 <= n; i += 16) {
         kk__prefetch16(next, i, bf16);
         rms16(xr, wf, yr, bf16, hw, inv, i, 0xFFFF, nt);

@@ -154,6 +154,22 @@ KK__R512 void neox16(const void *x, void *y, int64_t half, const float *c, const
              m, nt);
 }
 
+/* Pairs [i, i + 32) of a bf16 neox row rounded by vcvtne2ps2bf16 (hw): a
+ * 64-byte store per half. */
+KK__R512 void neox32_hw(const void *x, void *y, int64_t half, const float *c, const float *sn,
+                        int64_t i, int nt) {
+    const __m512 a0 = kk__ld16(kk__at(x, 1, i), 1, 0xFFFF);
+    const __m512 a1 = kk__ld16(kk__at(x, 1, i + 16), 1, 0xFFFF);
+    const __m512 b0 = kk__ld16(kk__at(x, 1, i + half), 1, 0xFFFF);
+    const __m512 b1 = kk__ld16(kk__at(x, 1, i + half + 16), 1, 0xFFFF);
+    const __m512 c0 = _mm512_loadu_ps(c + i), c1 = _mm512_loadu_ps(c + i + 16);
+    const __m512 s0 = _mm512_loadu_ps(sn + i), s1 = _mm512_loadu_ps(sn + i + 16);
+    kk__st32_bf16(kk__at_mut(y, 1, i), _mm512_fmsub_ps(a0, c0, _mm512_mul_ps(b0, s0)),
+                  _mm512_fmsub_ps(a1, c1, _mm512_mul_ps(b1, s1)), nt);
+    kk__st32_bf16(kk__at_mut(y, 1, i + half), _mm512_fmadd_ps(b0, c0, _mm512_mul_ps(a0, s0)),
+                  _mm512_fmadd_ps(b1, c1, _mm512_mul_ps(a1, s1)), nt);
+}
+
 /* rope_row at AVX-512: neox rows of f32 and bf16 in registers (the same
  * results as rope_row's up to the FMAs' rounding), any other row as
  * rope_row. */
@@ -171,6 +187,8 @@ KK__R512 void rope_body(const void *x, int64_t xrow, void *y, int64_t yrow, kk_d
     const int nt = stream && kk__st16_aligned(yr, bf16) && half % 16 == 0;
     int i = 0;
     if (bf16) {
+        if (hw)
+            for (; i + 32 <= half; i += 32) neox32_hw(xr, yr, half, c, sn, i, nt);
         for (; i + 16 <= half; i += 16) neox16(xr, yr, half, c, sn, i, 0xFFFF, hw, nt, 1);
         if (i < half) neox16(xr, yr, half, c, sn, i, kk__m16(half - i), hw, 0, 1);
     } else {
@@ -198,11 +216,46 @@ static KK__ROWS512_TARGET void rope_row512_hw(const void *x, int64_t xrow, void 
                                               const float *sn, int gptj, int stream) {
     rope_body(x, xrow, y, yrow, dt, D, R, c, sn, gptj, stream, 1);
 }
+
+/* count consecutive neox rows from row (f32 or bf16, R = D, half a multiple
+ * of 16), their table rows consecutive from c and sn (half apart), each
+ * with a prefetch of the row `ahead` rows on (0: none). One call per block
+ * of a head's rows: a call per row of 128 elements, with rope_body's
+ * fallback set up in each, cost about a quarter of rope's time. */
+KK__R512 void rope_rows_body(const void *x, void *y, int64_t row, int64_t count, int64_t half,
+                             const float *c, const float *sn, int stream, int64_t ahead,
+                             const int bf16, const int hw) {
+    const int64_t D = 2 * half, rowb = D * (bf16 ? 2 : 4);
+    for (int64_t k = 0; k < count; k++) {
+        const void *xr = kk__at(x, bf16, (row + k) * D);
+        void *yr = kk__at_mut(y, bf16, (row + k) * D);
+        if (ahead)
+            for (int64_t l = 0; l < rowb; l += 64)
+                _mm_prefetch((const char *)xr + ahead * rowb + l, _MM_HINT_T0);
+        const int nt = stream && kk__st16_aligned(yr, bf16);
+        const float *ck = c + k * half, *sk = sn + k * half;
+        int64_t i = 0;
+        if (bf16 && hw)
+            for (; i + 32 <= half; i += 32) neox32_hw(xr, yr, half, ck, sk, i, nt);
+        for (; i < half; i += 16) neox16(xr, yr, half, ck, sk, i, 0xFFFF, hw, nt, bf16);
+    }
+}
+
+static KK__ROWS512_TARGET void rope_rows512(const void *x, void *y, int64_t row, int64_t count,
+                                            int64_t half, const float *c, const float *sn,
+                                            int stream, int64_t ahead, int bf16, int hw) {
+    if (!bf16)
+        rope_rows_body(x, y, row, count, half, c, sn, stream, ahead, 0, 0);
+    else if (hw)
+        rope_rows_body(x, y, row, count, half, c, sn, stream, ahead, 1, 1);
+    else
+        rope_rows_body(x, y, row, count, half, c, sn, stream, ahead, 1, 0);
+}
 #endif
 
 kk__rope_row_fn kk__rope_cpu_row(void) {
 #ifdef KK__ROWS512
-    if (kk__cpu_isa() >= KK__ISA_AVX512) return kk__rows512_hw() ? rope_row512_hw : rope_row512;
+    if (kk__rows512_isa()) return kk__rows512_hw() ? rope_row512_hw : rope_row512;
 #endif
     return KK__ISA_PICK(rope_row);
 }
@@ -241,6 +294,9 @@ kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream str
     const void *x = t[0]->data;
     void *y = t[given ? 2 : 1]->data;
     const kk__rope_row_fn rotate_row = kk__rope_cpu_row();
+#ifdef KK__ROWS512
+    const int rows512 = !gptj && R == D && half % 16 == 0 && kk__rows512(dt), hw = kk__rows512_hw();
+#endif
     const int stream_out = kk__row_streams(dt, B * H * S * D);
     const int64_t blocks = (S + ROPE_BLOCK - 1) / ROPE_BLOCK;
     const int64_t rowb = (int64_t)kk_dtype_bytes(dt, (size_t)D);
@@ -258,6 +314,14 @@ kk_status kk__rope_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream str
             for (int64_t s = s0; s < s1; s++)
                 table_row(given ? pos[b * S + s] : offset + s, inv_freq, half, lo, &a,
                           cs + (s - s0) * half, sn + (s - s0) * half);
+#ifdef KK__ROWS512
+            if (rows512) { /* a head's rows of the block in one call */
+                for (int64_t h = 0; h < H; h++)
+                    rope_rows512(x, y, (b * H + h) * S + s0, s1 - s0, half, cs, sn, stream_out,
+                                 h + 1 < H ? S : 0, dt == KK_DTYPE_BF16, hw);
+                continue;
+            }
+#endif
             for (int64_t h = 0; h < H; h++)
                 for (int64_t s = s0; s < s1; s++) {
                     const int64_t row = (b * H + h) * S + s;

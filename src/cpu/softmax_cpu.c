@@ -138,6 +138,17 @@ KK__ISA_CLONES(softmax_row,
                 float *keep, int stream, int64_t r),
                (x, y, dt, n, vis, scale, keep, stream, r))
 
+/* Where the AVX-512 path keeps its two rows of exponentials: each thread's
+ * pair at x's address modulo 4 KiB, the second row 2 KiB on from the first
+ * (modulo 4 KiB). Loads that follow stores to an address equal in its low
+ * 12 bits wait for them (4K aliasing): at n floats apart, row r - 1's
+ * chunk c was read right after row r's chunk c was stored at the same low
+ * bits, and a malloc'd buffer's place against x changed per call, so a
+ * call ran 0.75x or 1.2x. skew: the floats added to n (n + skew is 2 KiB
+ * modulo 4 KiB); per: a thread's floats (a multiple of 4 KiB). */
+static int64_t smx_skew(int64_t n) { return ((512 - n) % 1024 + 1024) % 1024; }
+static int64_t smx_per(int64_t n) { return (2 * n + smx_skew(n) + 1023) / 1024 * 1024; }
+
 #ifdef KK__ROWS512
 /* e^((v - mx) sc) for 16 lanes as 2^((v - mx) sc2), sc2 = sc log2(e). */
 KK__R512 __m512 exp_t(__m512 v, __m512 mx, __m512 sc2, const int bf16) {
@@ -162,7 +173,7 @@ KK__R512 float chunk_max512(const void *p, const int bf16, int len) {
     return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
-/* softmax_row at AVX-512 (f32, bf16, with the per-thread row of
+/* softmax_row at AVX-512 (f32, bf16, with per-thread rows of
  * exponentials), reading x once: chunk by chunk the running max M_c (max
  * of the chunks so far), e = e^((x - M_c) scale) kept, and the chunk's sum;
  * then with the row's max M, f_c = e^((M_c - M) scale), sum = sum_c s_c
@@ -171,78 +182,169 @@ KK__R512 float chunk_max512(const void *p, const int bf16, int len) {
  * keeps the error relative to t (both parts <= 0) at one more rounding.
  * While the running max is -inf (only -inf so far) M_c = 0, so those e are
  * 0 rather than NaN, and their f_c 0 (e^(-M) could overflow). A row of only
- * -inf is NaN, as in softmax_row. The masked rest of the row is 0. */
-KK__R512 void softmax_body(const void *x, void *y, int64_t n, int64_t vis, float scale, float *keep,
-                           int stream, int hw, int64_t r, const int bf16) {
-    const void *xr = kk__at(x, bf16, r * n);
-    void *yr = kk__at_mut(y, bf16, r * n);
-    float mc[KK__ROW_KEEP_MAX / KK__ROW_CHUNK], g[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];
+ * -inf is NaN, as in softmax_row. The masked rest of the row is 0.
+ *
+ * A thread takes its rows two at a time in flight: the exponentials of row
+ * r chunk by chunk (a full chunk's x loaded once, into 16 registers, for
+ * its max and its exponentials), each chunk followed by 256 outputs of row
+ * r - 1 (whose factors are known) and a prefetch of row r + 1's chunk into
+ * L2. The writes of one row then overlap the arithmetic of the next; one
+ * row after the other, the exponentials ran with memory idle and the
+ * writes with the arithmetic idle. The same arithmetic per element, so the
+ * same bits. */
+typedef struct smx_row {
+    const void *x; /* the row's x and y */
+    void *y;
+    float *keep; /* its exponentials */
+    int64_t vis;
+    float M;
+    int lead, nt;
+    float g[KK__ROW_KEEP_MAX / KK__ROW_CHUNK]; /* M_c, then f_c / sum */
     float sums[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];
-    const int chunks = (int)((vis + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK);
-    const __m512 sc = _mm512_set1_ps(scale), sc2 = _mm512_set1_ps(scale * 1.44269504088896341f);
-    float M = -__builtin_inff();
-    int lead = 0; /* the leading chunks of only -inf: their e are 0, and so is f_c */
-    for (int c = 0; c < chunks; c++) {
-        const int64_t at = (int64_t)c * KK__ROW_CHUNK;
-        const int len = kk__row_chunk(vis, at);
-        const void *p = kk__at(xr, bf16, at);
-        const float cm = chunk_max512(p, bf16, len);
-        M = cm > M ? cm : M;
-        mc[c] = M == -__builtin_inff() ? 0.0f : M;
-        lead = M == -__builtin_inff() ? c + 1 : lead;
-        const __m512 mx = _mm512_set1_ps(mc[c]);
-        __m512 s = _mm512_setzero_ps();
-        int j = 0;
-        for (; j + 16 <= len; j += 16) {
-            const __m512 e = exp_t(kk__ld16(kk__at(p, bf16, j), bf16, 0xFFFF), mx, sc2, bf16);
-            _mm512_storeu_ps(keep + at + j, e);
-            s = _mm512_add_ps(s, e);
+} smx_row;
+
+/* The exponentials and sum of chunk c of row s. */
+KK__R512 void smx_exp_chunk(smx_row *s, int c, __m512 sc2, const int bf16) {
+    const int64_t at = (int64_t)c * KK__ROW_CHUNK;
+    const int len = kk__row_chunk(s->vis, at);
+    const void *p = kk__at(s->x, bf16, at);
+    float *keep = s->keep + at;
+    __m512 a = _mm512_setzero_ps();
+    if (len == KK__ROW_CHUNK) { /* x loaded (and decoded) once, into 16 registers */
+        __m512 v[KK__ROW_CHUNK / 16], m[4];
+#pragma GCC unroll 16
+        for (int k = 0; k < KK__ROW_CHUNK / 16; k++)
+            v[k] = kk__ld16(kk__at(p, bf16, 16 * k), bf16, 0xFFFF);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            m[k] = _mm512_max_ps(_mm512_max_ps(v[k], v[k + 4]), _mm512_max_ps(v[k + 8], v[k + 12]));
+        const float cm = _mm512_reduce_max_ps(
+            _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+        s->M = cm > s->M ? cm : s->M;
+        s->g[c] = s->M == -__builtin_inff() ? 0.0f : s->M;
+        s->lead = s->M == -__builtin_inff() ? c + 1 : s->lead;
+        const __m512 mx = _mm512_set1_ps(s->g[c]);
+#pragma GCC unroll 16
+        for (int k = 0; k < KK__ROW_CHUNK / 16; k++) {
+            const __m512 e = exp_t(v[k], mx, sc2, bf16);
+            _mm512_storeu_ps(keep + 16 * k, e);
+            a = _mm512_add_ps(a, e);
         }
-        if (j < len) {
-            const __mmask16 m = kk__m16(len - j);
-            const __m512 e =
-                _mm512_maskz_mov_ps(m, exp_t(kk__ld16(kk__at(p, bf16, j), bf16, m), mx, sc2, bf16));
-            _mm512_mask_storeu_ps(keep + at + j, m, e);
-            s = _mm512_add_ps(s, e);
-        }
-        sums[c] = _mm512_reduce_add_ps(s);
+        s->sums[c] = _mm512_reduce_add_ps(a);
+        return;
     }
-    const __m512 mx = _mm512_set1_ps(M);
+    const float cm = chunk_max512(p, bf16, len);
+    s->M = cm > s->M ? cm : s->M;
+    s->g[c] = s->M == -__builtin_inff() ? 0.0f : s->M;
+    s->lead = s->M == -__builtin_inff() ? c + 1 : s->lead;
+    const __m512 mx = _mm512_set1_ps(s->g[c]);
+    int j = 0;
+    for (; j + 16 <= len; j += 16) {
+        const __m512 e = exp_t(kk__ld16(kk__at(p, bf16, j), bf16, 0xFFFF), mx, sc2, bf16);
+        _mm512_storeu_ps(keep + j, e);
+        a = _mm512_add_ps(a, e);
+    }
+    if (j < len) {
+        const __mmask16 m = kk__m16(len - j);
+        const __m512 e =
+            _mm512_maskz_mov_ps(m, exp_t(kk__ld16(kk__at(p, bf16, j), bf16, m), mx, sc2, bf16));
+        _mm512_mask_storeu_ps(keep + j, m, e);
+        a = _mm512_add_ps(a, e);
+    }
+    s->sums[c] = _mm512_reduce_add_ps(a);
+}
+
+/* After every chunk of row s: g[c] = f_c / sum. */
+KK__R512 void smx_factors(smx_row *s, float scale) {
+    const int chunks = (int)((s->vis + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK);
+    const __m512 mx = _mm512_set1_ps(s->M), sc = _mm512_set1_ps(scale);
     for (int c = 0; c < chunks; c += 16) {
         const __mmask16 m = kk__m16(chunks - c < 16 ? chunks - c : 16);
-        const __m512 d = _mm512_maskz_loadu_ps(m, mc + c);
-        _mm512_mask_storeu_ps(g + c, m, kk__exp512(_mm512_mul_ps(_mm512_sub_ps(d, mx), sc)));
+        const __m512 d = _mm512_maskz_loadu_ps(m, s->g + c);
+        _mm512_mask_storeu_ps(s->g + c, m, kk__exp512(_mm512_mul_ps(_mm512_sub_ps(d, mx), sc)));
     }
-    for (int c = 0; c < lead && lead < chunks; c++) g[c] = 0.0f; /* e^(-M) may overflow */
+    for (int c = 0; c < s->lead && s->lead < chunks; c++) s->g[c] = 0.0f; /* e^(-M) may overflow */
     double total = 0.0;
-    for (int c = 0; c < chunks; c++) total += (double)sums[c] * (double)g[c];
+    for (int c = 0; c < chunks; c++) total += (double)s->sums[c] * (double)s->g[c];
     const float inv = (float)(1.0 / total);
-    for (int c = 0; c < chunks; c++) g[c] *= inv;
-    const int nt = stream && kk__st16_aligned(yr, bf16);
-    const void *next = kk__at(xr, bf16, n);
-    int64_t i = 0;
-    for (; i + 16 <= vis; i += 16) {
-        kk__prefetch16(next, i, bf16);
-        const __m512 v =
-            _mm512_mul_ps(_mm512_loadu_ps(keep + i), _mm512_set1_ps(g[i / KK__ROW_CHUNK]));
-        kk__st16(kk__at_mut(yr, bf16, i), v, bf16, hw, 0xFFFF, nt);
+    for (int c = 0; c < chunks; c++) s->g[c] *= inv;
+}
+
+/* Outputs [256 u, 256 u + 256) of row s (of n): e g, 0 past vis. */
+KK__R512 void smx_write_unit(const smx_row *s, int64_t n, int64_t u, int hw, const int bf16) {
+    const int64_t at = u * KK__ROW_CHUNK, end = n - at < KK__ROW_CHUNK ? n : at + KK__ROW_CHUNK;
+    int64_t i = at;
+    void *const y = s->y;
+    const float *const keep = s->keep;
+    const int nt = s->nt;
+    if (at < s->vis) {
+        const __m512 f = _mm512_set1_ps(s->g[u]);
+        if (bf16 && hw) /* 32 at a time: one 64-byte store */
+            for (; i + 32 <= end && i + 32 <= s->vis; i += 32)
+                kk__st32_bf16(kk__at_mut(y, 1, i), _mm512_mul_ps(_mm512_loadu_ps(keep + i), f),
+                              _mm512_mul_ps(_mm512_loadu_ps(keep + i + 16), f), nt);
+        for (; i + 16 <= end && i + 16 <= s->vis; i += 16)
+            kk__st16(kk__at_mut(y, bf16, i), _mm512_mul_ps(_mm512_loadu_ps(keep + i), f), bf16, hw,
+                     0xFFFF, nt);
     }
-    for (; i < n; i += 16) { /* the last visible elements, then zeros */
-        const __mmask16 m = kk__m16(n - i < 16 ? (int)(n - i) : 16);
-        const __mmask16 in = kk__m16(vis > i ? (int)(vis - i) : 0);
-        const __m512 f = _mm512_set1_ps(in ? g[i / KK__ROW_CHUNK] : 0.0f);
-        const __m512 v = _mm512_maskz_mul_ps(in, _mm512_maskz_loadu_ps(in, keep + i), f);
-        kk__st16(kk__at_mut(yr, bf16, i), v, bf16, hw, m, nt);
+    for (; i < end; i += 16) { /* the last visible elements, then zeros */
+        const __mmask16 m = kk__m16(end - i < 16 ? (int)(end - i) : 16);
+        const __mmask16 in = kk__m16(s->vis > i ? (int)(s->vis - i < 16 ? s->vis - i : 16) : 0);
+        const __m512 f = _mm512_set1_ps(in ? s->g[u] : 0.0f);
+        const __m512 v = _mm512_maskz_mul_ps(in, _mm512_maskz_loadu_ps(in, s->keep + i), f);
+        kk__st16(kk__at_mut(s->y, bf16, i), v, bf16, hw, m, s->nt);
     }
 }
 
-static KK__ROWS512_TARGET void softmax_row512(const void *x, void *y, int bf16, int64_t n,
-                                              int64_t vis, float scale, float *keep, int stream,
-                                              int hw, int64_t r) {
+/* Rows [r0, r1) of the thread's, keep: smx_per(n) floats of its own. */
+KK__R512 void softmax_rows(const kk_op_params *p, const void *x, void *y, int64_t n, float scale,
+                           float *keep, int stream, int hw, int64_t r0, int64_t r1,
+                           const int bf16) {
+    smx_row rows[2];
+    const __m512 sc2 = _mm512_set1_ps(scale * 1.44269504088896341f);
+    const int64_t units = (n + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK;
+    const int ub = KK__ROW_CHUNK * (bf16 ? 2 : 4); /* a chunk's bytes */
+    const int64_t skew = smx_skew(n);
+    /* row r - 1's outputs k units ahead of row r's chunk, as in
+     * layernorm_cpu.c's ln_rows: its stores and the next loads of x apart
+     * in their low 12 bits */
+    int64_t k = 0;
+    while (k < 3 &&
+           ((((uintptr_t)y - (uintptr_t)x) + (uintptr_t)((k - 1) * ub)) & 4095) - 1024 > 2048)
+        k++;
+    smx_row *prev = NULL;
+    for (int64_t r = r0; r < r1; r++) {
+        smx_row *s = &rows[r & 1];
+        s->x = kk__at(x, bf16, r * n);
+        s->y = kk__at_mut(y, bf16, r * n);
+        s->keep = keep + (r & 1) * (n + skew);
+        s->vis = kk__softmax_visible(p, r);
+        s->M = -__builtin_inff();
+        s->lead = 0;
+        s->nt = stream && kk__st16_aligned(s->y, bf16);
+        const int64_t chunks = (s->vis + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK;
+        const char *next = (const char *)kk__at(x, bf16, (r + 1) * n);
+        int64_t u = 0;
+        for (int64_t c = 0; c < chunks; c++) {
+            if (r + 1 < r1) /* the next row's chunk c into L2 */
+                for (int l = 0; l < ub; l += 64) _mm_prefetch(next + c * ub + l, _MM_HINT_T1);
+            smx_exp_chunk(s, (int)c, sc2, bf16);
+            if (prev && u < units) smx_write_unit(prev, n, (u++ + k) % units, hw, bf16);
+        }
+        for (; prev && u < units; u++) smx_write_unit(prev, n, (u + k) % units, hw, bf16);
+        smx_factors(s, scale);
+        prev = s;
+    }
+    for (int64_t u = 0; prev && u < units; u++) smx_write_unit(prev, n, u, hw, bf16);
+}
+
+static KK__ROWS512_TARGET void softmax_rows512(const kk_op_params *p, const void *x, void *y,
+                                               int bf16, int64_t n, float scale, float *keep,
+                                               int stream, int hw, int64_t r0, int64_t r1) {
     if (bf16)
-        softmax_body(x, y, n, vis, scale, keep, stream, hw, r, 1);
+        softmax_rows(p, x, y, n, scale, keep, stream, hw, r0, r1, 1);
     else
-        softmax_body(x, y, n, vis, scale, keep, stream, hw, r, 0);
+        softmax_rows(p, x, y, n, scale, keep, stream, hw, r0, r1, 0);
 }
 #endif
 
@@ -260,31 +362,33 @@ kk_status kk__softmax_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream 
     const int threads = kk__cpu_threads();
     const int stream_out = kk__row_streams(dt, rows * n);
     /* no buffer (too long a row, or no memory): the exponentials are recomputed */
-    float *keep = n <= KK__ROW_KEEP_MAX ? malloc((size_t)(threads * 2 * n) * sizeof(float)) : NULL;
+    const int64_t per = smx_per(n); /* floats per thread, 4 KiB aligned, + x's offset */
+    float *buf =
+        n <= KK__ROW_KEEP_MAX ? aligned_alloc(4096, (size_t)(threads * per + 1024) * 4) : NULL;
+    float *keep = buf ? buf + ((uintptr_t)x & 4095) / 4 : NULL;
 #ifdef KK__ROWS512
     if (keep && kk__rows512(dt)) {
         const int bf16 = dt == KK_DTYPE_BF16, hw = kk__rows512_hw();
 #pragma omp parallel num_threads(threads)
         {
-            float *mine = keep + (int64_t)kk__omp_thread() * 2 * n;
-#pragma omp for schedule(static) nowait
-            for (int64_t r = 0; r < rows; r++)
-                softmax_row512(x, y, bf16, n, kk__softmax_visible(p, r), scale, mine, stream_out,
-                               hw, r);
+            const int me = kk__omp_thread(), team = kk__omp_threads();
+            float *mine = keep + (int64_t)me * per;
+            softmax_rows512(p, x, y, bf16, n, scale, mine, stream_out, hw, rows * me / team,
+                            rows * (me + 1) / team);
             if (stream_out) kk__row_stream_fence();
         }
-        free(keep);
+        free(buf);
         return KK_OK;
     }
 #endif
 #pragma omp parallel num_threads(threads)
     {
-        float *mine = keep ? keep + (int64_t)kk__omp_thread() * 2 * n : NULL;
+        float *mine = keep ? keep + (int64_t)kk__omp_thread() * per : NULL;
 #pragma omp for schedule(static) nowait
         for (int64_t r = 0; r < rows; r++)
             row(x, y, dt, n, kk__softmax_visible(p, r), scale, mine, stream_out, r);
         if (stream_out) kk__row_stream_fence(); /* each thread's own streaming stores */
     }
-    free(keep);
+    free(buf);
     return KK_OK;
 }

@@ -15,8 +15,8 @@
 
 #define FUNC KK__CALIBRATE_FUNC
 
-static const char *const k_names[KK_CEILING_COUNT] = {"copy_gbs", "read_gbs", "bf16_tflops",
-                                                      "fp8_tflops", "fp32_tflops"};
+static const char *const k_names[KK_CEILING_COUNT] = {
+    "copy_gbs", "read_gbs", "bf16_tflops", "fp8_tflops", "fp32_tflops", "amx_bf16_tflops"};
 
 const char *kk_ceiling_name(kk_ceiling_kind kind) {
     return (unsigned)kind < KK_CEILING_COUNT ? k_names[kind] : "?";
@@ -108,6 +108,9 @@ kk_status kk_calibrate(const char *device, const kk_calibrate_options *opt, kk_c
     kk_bench_environment_free(&env);
     out->quick = o.quick ? 1 : 0;
 
+    /* a ceiling the backend does not measure stays unavailable with a reason */
+    for (int i = 0; i < KK_CEILING_COUNT; i++)
+        kk__ceiling_unavailable(&out->ceilings[i], "not measured on this device");
     const kk__backend *b = kk__backend_get(kind);
     if (!b->calibrate)
         return kk__error(KK_ERR_UNSUPPORTED, KK__CALIBRATE_FUNC, "%s has nothing to calibrate",
@@ -137,7 +140,8 @@ void kk_calibration_to_ceilings(const kk_calibration *cal, kk_bench_ceilings *ou
                    : 0;
     out->copy_gbs = v[KK_CEILING_COPY];
     out->read_gbs = v[KK_CEILING_READ];
-    out->bf16_tflops = v[KK_CEILING_BF16];
+    /* the CPU's bf16 peak at the amx level is the tiles' (its bf16 GEMM runs on them) */
+    out->bf16_tflops = v[KK_CEILING_AMX_BF16] > 0 ? v[KK_CEILING_AMX_BF16] : v[KK_CEILING_BF16];
     out->fp8_tflops = v[KK_CEILING_FP8];
     out->fp32_tflops = v[KK_CEILING_FP32];
 }

@@ -245,9 +245,12 @@ kk_status kk_calibration_from_json(const char *text, size_t len, kk_calibration 
     }
     for (int i = 0; i < KK_CEILING_COUNT; i++) {
         const char *name = kk_ceiling_name((kk_ceiling_kind)i);
-        if ((st = parse_ceiling(cJSON_GetObjectItemCaseSensitive(ceil, name), name,
-                                (kk_ceiling_kind)i, &out->ceilings[i])))
-            goto done;
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(ceil, name);
+        if (!item && i == KK_CEILING_AMX_BF16) { /* files written before it existed */
+            kk__ceiling_unavailable(&out->ceilings[i], "not in this file");
+            continue;
+        }
+        if ((st = parse_ceiling(item, name, (kk_ceiling_kind)i, &out->ceilings[i]))) goto done;
     }
 done:
     cJSON_Delete(root);

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Issue 22's AMX evidence on the GPU machine's host CPU (an Intel Xeon with
+# AMX; the GPU is not used), from an export (bash scripts/export-gpu-tree.sh
+# --worktree; cd .gpu-tree):
+#   build    CPU-only Release build (no CUDA), the carried cJSON/cmocka
+#   tests    test_cpu_gemm (every level the CPU has, the amx level included:
+#            the float64 checks, exact products, the tiles counted),
+#            test_cpu_gemm_amx_emu, test_calibrate, test_device
+#   ceilings kernelkit calibrate --device cpu (--quick) on 2 and 16 threads:
+#            fp32, vdpbf16ps and the AMX tiles' rate
+#   bench    bench/suites/cpu-linear-bf16.json at the amx level and capped at
+#            avx512_bf16 (KK_CPU_ISA), and PyTorch CPU (the system python's
+#            torch, bench/cpu/torch_cpu.py) on the same cases, KK_NUM_THREADS=2
+#            and 16, ROUNDS rounds (1), BUDGET s a case (1); bench/cpu/ratios.py
+#   isa      scripts/cpu-isa-check.sh (FUZZ=100) at avx512_bf16 and amx, with
+#            what is left of the ~6-minute budget
+# Everything in $OUT/cpu-amx.tgz, the summary also in $OUT/summary.txt.
+#   run(command="cd .gpu-tree && bash scripts/device-cpu-amx.sh", carry=[".gpu-tree"])
+set -uo pipefail
+start=$(date +%s)
+out=${OUT:-/tmp/kk-out}
+LOGS=/tmp/kk-cpu-amx
+rm -rf "$LOGS"
+mkdir -p "$out" "$LOGS"
+exec > >(tee "$LOGS/summary.txt") 2>&1
+trap 'cp "$LOGS/summary.txt" "$out/summary.txt"; tar czf "$out/cpu-amx.tgz" -C /tmp kk-cpu-amx' EXIT
+. "$(dirname "$0")/device-lib.sh"
+kk_dev_setup
+KK_DEV_CMAKE_ARGS=(-DKK_CUDA=OFF)
+b=${BUILD:-build-cpu-amx}
+ROUNDS=${ROUNDS:-1}
+BUDGET=${BUDGET:-1}
+PY=${TORCH_PYTHON:-python3}
+elapsed() { echo $(($(date +%s) - start)); }
+
+echo "== CPU"
+lscpu > "$LOGS/lscpu.txt" 2>&1
+grep -m1 "model name" /proc/cpuinfo
+grep -m1 "^flags" /proc/cpuinfo | tr ' ' '\n' | grep -E "^(amx|avx512_bf16|avx512_fp16)" | tr '\n' ' '
+echo "(nproc $(nproc); $(uname -r))"
+
+echo "== build $(cat .commit 2>/dev/null) (CPU only)"
+kk_dev_build $b "$LOGS/build.log" kernelkit_cli test_cpu_gemm test_cpu_gemm_amx_emu \
+  test_calibrate test_device || exit 1
+grep -iE "warning" "$LOGS/build.log" | head -5
+k=./$b/kernelkit
+$k info > "$LOGS/info.txt" 2>&1
+grep -E "SIMD|kernels" "$LOGS/info.txt"
+KK_LOG=info $k info 2>&1 | grep -i "amx" | head -3 # a refused arch_prctl is logged at info
+echo "(build done at $(elapsed) s)"
+
+echo "== tests"
+for t in test_cpu_gemm test_cpu_gemm_amx_emu test_calibrate test_device; do
+  XDG_CACHE_HOME=/tmp/kk-test-cache timeout 240 ./$b/tests/$t > "$LOGS/$t.txt" 2>&1
+  echo "$t: exit $? $(grep -E 'PASSED|FAILED|SKIPPED \] [0-9]' "$LOGS/$t.txt" | tr '\n' ' ' | cut -c1-200)"
+  grep -E "\[  FAILED|^\s+FAIL|skipped:|error" "$LOGS/$t.txt" | head -8
+done
+echo "(tests done at $(elapsed) s)"
+
+have_torch=0
+if $PY -c "import torch; torch.set_num_threads(1)" > /dev/null 2>&1; then
+  have_torch=1
+  echo "torch $($PY -c 'import torch; print(torch.__version__, torch.backends.mkldnn.is_available())' 2>&1)"
+else
+  echo "no torch in $PY: KernelKit alone"
+fi
+
+suite=cpu-linear-bf16
+for threads in 2 16; do
+  echo "== $threads threads: ceilings, then $suite at amx, at avx512_bf16 and PyTorch"
+  d=$LOGS/t$threads
+  mkdir -p "$d"
+  export KK_NUM_THREADS=$threads
+  $k calibrate --device cpu --quick > "$d/calibrate.txt" 2>&1
+  grep -E "tflops|gbs" "$d/calibrate.txt" | sed 's/  \[[^]]*\]//'
+  cp "${XDG_CACHE_HOME:-$HOME/.cache}"/kernelkit/ceilings-*.json "$d/" 2>/dev/null
+  for r in $(seq 1 "$ROUNDS"); do
+    $k bench --device cpu --suite bench/suites/$suite.json --time-budget "$BUDGET" \
+      -o "$d/kernelkit-$suite-r$r.json" > "$d/bench-amx-r$r.txt" 2>&1
+    echo "amx r$r: exit $? ($(grep -c median "$d/bench-amx-r$r.txt") timed)"
+    KK_CPU_ISA=avx512_bf16 $k bench --device cpu --suite bench/suites/$suite.json \
+      --time-budget "$BUDGET" -o "$d/kernelkit-$suite-avx512_bf16-r$r.json" \
+      > "$d/bench-avx512_bf16-r$r.txt" 2>&1
+    echo "avx512_bf16 r$r: exit $? ($(grep -c median "$d/bench-avx512_bf16-r$r.txt") timed)"
+    if [ $have_torch = 1 ]; then
+      timeout 200 $PY bench/cpu/torch_cpu.py bench/suites/$suite.json --threads "$threads" \
+        --time-budget "$BUDGET" --output "$d/torch-raw-r$r.json" > "$d/torch-r$r.txt" 2>&1
+      echo "torch r$r: exit $? ($(grep -c median "$d/torch-r$r.txt") timed)"
+      $k bench --device cpu --import "$d/torch-raw-r$r.json" -o "$d/torch-$suite-r$r.json" \
+        > "$d/import-r$r.txt" 2>&1 || echo "import failed: $(tail -2 "$d/import-r$r.txt")"
+    fi
+  done
+  $PY bench/cpu/ratios.py "$d" > "$d/ratios.md" 2>&1 || python3 bench/cpu/ratios.py "$d" > "$d/ratios.md" 2>&1
+  cat "$d/ratios.md"
+  echo "(done at $(elapsed) s)"
+done
+unset KK_NUM_THREADS
+
+left=$((340 - $(elapsed)))
+if [ $left -ge 40 ]; then
+  echo "== cpu-isa-check (FUZZ=100, avx512_bf16 and amx, at most $left s)"
+  BUILD=$b FUZZ=100 LEVELS="avx512_bf16 amx" timeout $left bash scripts/cpu-isa-check.sh \
+    > "$LOGS/cpu-isa-check.txt" 2>&1
+  echo "exit $? (124: out of time)"
+  cat "$LOGS/cpu-isa-check.txt" | tail -4
+else
+  echo "== cpu-isa-check skipped: $left s left"
+fi
+echo "== total $(elapsed) s"
