@@ -15,7 +15,7 @@ write_tiny_llama "$model" 1
 # --no-profile: the cost model and profile are test_cli_model_cost.sh's
 check plan-cons    0 "18  residual +kk_add_rmsnorm"           -- "$cli" model "$model" --level conservative --no-profile
 check plan-bal     0 "rope \+ kv append +kk_rope_kv_append"   -- "$cli" model "$model" --no-profile
-check plan-aggr    0 "level aggressive: the same plan as balanced" -- "$cli" model "$model" -l aggressive --no-profile
+check plan-aggr    0 "level aggressive: balanced.s fusions, FP8 projections" -- "$cli" model "$model" -l aggressive --no-profile
 check prefill      0 "^prefill  B=2 S=5: +[0-9.]+ ms"          -- "$cli" model "$model" -b 2 -p 5 -n 3 --no-profile
 check decode       0 "^decode   step 3/3 \(position 7\): +[0-9.]+ ms" -- "$cli" model "$model" -b 2 -p 5 -n 3 --no-profile
 check decode-mean  0 "^decode   mean [0-9.]+ ms per step"      -- "$cli" model "$model" -n 2 --no-profile

@@ -31,6 +31,17 @@ enum { HID = 256, NH = 4, NKV = 2, HD = 64, INTER = 512, NLAYERS = 2 };
  * and every real mistake (a wrong position, theta, mask, head mapping or a
  * missing layer) moves the output by more than 1e-2. */
 #define F32_BOUND 1e-5
+/* The aggressive plan's FP8 projections (e4m3 weights and activations,
+ * about 3% relative L2 a Linear) against the reference and conservative, and
+ * between a prefill and decode steps of the same tokens; docs/model.md. */
+#define FP8_BOUND 0.1
+/* The same on a Llama-3-8B-shaped folder with random weights (KK_TEST_MODEL_DIR,
+ * scripts/make_llama_folder.py): at hidden 4096 a sublayer's output is about
+ * as large as its input (init std 0.02 * sqrt(4096) = 1.3), so each layer's
+ * 5-9% FP8 error reaches the residual stream almost undiluted; measured 0.142
+ * after two layers at a 64-token prefill on an H100 (docs/model.md). */
+#define FP8_FOLDER_BOUND 0.25
+#define FP8_STEP_BOUND 1e-2
 /* bf16: every op's output is rounded to 8 significant bits (2^-9 relative),
  * about 20 roundings per layer over two layers: measured 4.3e-3; 1e-2 is the
  * bound issue 19 sets for bf16 against transformers. */
@@ -334,10 +345,10 @@ static void test_prefill_levels(void **state) {
     kk_tensor *out[3];
     for (int i = 0; i < 3; i++) {
         out[i] = prefill(m, g_levels[i], x, 2, 7, 7, KK_DTYPE_F32);
-        const double e = rel_l2(out[i], ref, 2, 7, 0);
+        const double e = rel_l2(out[i], ref, 2, 7, 0), bound = i == 2 ? FP8_BOUND : F32_BOUND;
         printf("prefill B=2 S=7 %s: relative L2 %.3g (bound %g)\n", kk_opt_level_name(g_levels[i]),
-               e, F32_BOUND);
-        assert_true(e <= F32_BOUND);
+               e, bound);
+        assert_true(e <= bound);
     }
     /* the levels apart: only f32 rounding differs (summation order of the fused kernels) */
     double num = 0, den = 0;
@@ -347,8 +358,17 @@ static void test_prefill_levels(void **state) {
     }
     printf("conservative vs balanced: relative L2 %.3g\n", sqrt(num / den));
     assert_true(sqrt(num / den) <= 2e-6);
-    /* the aggressive plan is the balanced one: bit for bit */
-    assert_memory_equal(out[1]->data, out[2]->data, kk_tensor_nbytes(out[1]));
+    /* the aggressive plan's FP8 projections against conservative (docs/model.md,
+     * "Error of the FP8 plan") */
+    num = den = 0;
+    for (int64_t e = 0; e < kk_tensor_numel(out[0]); e++) {
+        const double a = elem(out[0], e), b = elem(out[2], e);
+        num += (a - b) * (a - b), den += a * a;
+    }
+    printf("aggressive (fp8) vs conservative: relative L2 %.3g (bound %g)\n", sqrt(num / den),
+           FP8_BOUND);
+    assert_true(sqrt(num / den) > 1e-4); /* the FP8 plan did run */
+    assert_true(sqrt(num / den) <= FP8_BOUND);
     for (int i = 0; i < 3; i++) kk_tensor_destroy(out[i]);
     free(x), free(ref);
     kk_model_close(m);
@@ -396,7 +416,7 @@ static void test_decode_steps(void **state) {
         kk_assert_ok(kk_tensor_create(g_dev, KK_DTYPE_F32, 3, in->shape, &out));
         kk_assert_ok(kk_decoder_prefill(d, in, out));
         out = to_host(out);
-        assert_true(rel_l2(out, ref, 2, n, 0) <= F32_BOUND);
+        assert_true(rel_l2(out, ref, 2, n, 0) <= (li == 2 ? FP8_BOUND : F32_BOUND));
         kk_tensor_destroy(in), kk_tensor_destroy(out);
         for (int t = 7; t < n; t++) {
             in = to_dev(to_tensor(x, 2, n, t, 1, KK_DTYPE_F32));
@@ -415,8 +435,11 @@ static void test_decode_steps(void **state) {
                 }
             printf("%s step %d: relative L2 %.3g to the reference, %.3g to the prefill of %d\n",
                    kk_opt_level_name(g_levels[li]), t, e, sqrt(num / den), n);
-            assert_true(e <= F32_BOUND);
-            assert_true(sqrt(num / den) <= 2e-6);
+            /* fp8: a token's activations are quantized alone either way, but an
+             * f32 difference upstream can move a value across an e4m3 rounding
+             * boundary */
+            assert_true(e <= (li == 2 ? FP8_BOUND : F32_BOUND));
+            assert_true(sqrt(num / den) <= (li == 2 ? FP8_STEP_BOUND : 2e-6));
             kk_tensor_destroy(in), kk_tensor_destroy(out);
         }
         kk_tensor_destroy(full);
@@ -495,10 +518,42 @@ static void test_plan(void **state) {
     kk_assert_contains(kk_decoder_plan_text(d), "kk_linear_residual");
     printf("%s", kk_decoder_plan_text(d));
     kk_decoder_free(d);
+    /* aggressive on the CPU: balanced's fusions with FP8 projections (the CPU
+     * fp8_linear kernel), no graphs */
+    static const char *const fp8[] = {"input_norm",
+                                      "q_proj (fp8)",
+                                      "k_proj (fp8)",
+                                      "v_proj (fp8)",
+                                      "layout q",
+                                      "layout k",
+                                      "layout v",
+                                      "rope + kv append",
+                                      "attention",
+                                      "o_proj (fp8)",
+                                      "residual + post_norm",
+                                      "gate_up (fp8)",
+                                      "silu_mul",
+                                      "down_proj (fp8) + residual"};
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_AGGRESSIVE, 1, 8, &d));
+    expect_steps(d, fp8, 14);
+    kk_assert_contains(kk_decoder_plan_text(d), "level aggressive");
+    kk_assert_contains(kk_decoder_plan_text(d), "kk_fp8_linear");
+    kk_assert_contains(kk_decoder_plan_text(d), "W_gate_up:fp8");
+    kk_assert_contains(kk_decoder_plan_text(d), "128x128 block scales");
+    kk_assert_contains(kk_decoder_plan_text(d), "cuda graphs: off (the CPU");
+    printf("%s", kk_decoder_plan_text(d));
+    kk_decoder_graph_stats gs;
+    kk_assert_ok(kk_decoder_graph_stats_get(d, &gs));
+    assert_int_equal(gs.enabled, 0);
+    kk_assert_status(kk_decoder_set_graphs(d, 1), KK_ERR_UNSUPPORTED);
+    kk_assert_ok(kk_decoder_set_graphs(d, 0));
+    kk_decoder_free(d);
+    /* KK_FP8=0 keeps the projections in the compute dtype: balanced's steps */
+    setenv("KK_FP8", "0", 1);
+    kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_AGGRESSIVE, 1, 8, &d));
+    unsetenv("KK_FP8");
     expect_steps(d, bal, 13);
-    kk_assert_contains(kk_decoder_plan_text(d), "the same plan as balanced");
-    kk_assert_contains(kk_decoder_plan_text(d), "not implemented yet");
+    kk_assert_contains(kk_decoder_plan_text(d), "fp8: off (hardware.nvidia.fp8_enabled is off");
     kk_decoder_free(d);
     kk_model_close(m);
     remove_model(dir);
@@ -669,6 +724,111 @@ static int free_weights(void **state) {
     return 0;
 }
 
+/* Relative L2 of a against b (same shape and dtype). */
+static double rel_between(const kk_tensor *a, const kk_tensor *b) {
+    double num = 0, den = 0;
+    for (int64_t e = 0; e < kk_tensor_numel(a); e++) {
+        const double x = elem(a, e), y = elem(b, e);
+        num += (x - y) * (x - y), den += y * y;
+    }
+    return sqrt(num / den);
+}
+
+/* One call of d (prefill, or a decode step when S = 1 after a prefill) on a
+ * copy of host input x; the output on the host. */
+static kk_tensor *run_call(kk_decoder *d, const kk_tensor *x) {
+    kk_tensor *in, *out;
+    kk_assert_ok(kk_tensor_create(g_dev, x->dtype, 3, x->shape, &in));
+    kk_assert_ok(kk_tensor_copy(in, x));
+    kk_assert_ok(kk_tensor_create(g_dev, x->dtype, 3, x->shape, &out));
+    if (x->shape[1] == 1 && kk_decoder_length(d) > 0)
+        kk_assert_ok(kk_decoder_step(d, in, out));
+    else
+        kk_assert_ok(kk_decoder_prefill(d, in, out));
+    kk_tensor_destroy(in);
+    return to_host(out);
+}
+
+/* CUDA graphs of the decode step (a GPU only; the CPU has none: test_plan):
+ * an aggressive decoder with graphs and one without, over the same prefill
+ * and decode steps, give the same bits (the same kernels run; the first step
+ * at a batch size is eager, the rest replays); both against a conservative
+ * decoder within the FP8 bound. With KK_TEST_MODEL_DIR (a Llama-shaped
+ * folder, scripts/device-model-aggressive.sh) the same on that model, the
+ * relative L2 printed. */
+static void graph_case(kk_model *m, int B, int P, int steps, uint64_t seed, const char *what,
+                       double fp8_bound) {
+    const int64_t hid = kk_model_get_config(m)->hidden_size;
+    kk_decoder *g, *e, *c;
+    kk_assert_ok(kk_decoder_create(m, g_dev, KK_OPT_AGGRESSIVE, B, P + steps, &g));
+    kk_assert_ok(kk_decoder_create(m, g_dev, KK_OPT_AGGRESSIVE, B, P + steps, &e));
+    kk_assert_ok(kk_decoder_create(m, g_dev, KK_OPT_CONSERVATIVE, B, P + steps, &c));
+    kk_assert_ok(kk_decoder_set_graphs(e, 0));
+    kk_assert_contains(kk_decoder_plan_text(g), "cuda graphs: each decode step");
+    printf("%s", kk_decoder_plan_text(g));
+    const kk_dtype cdt = kk_decoder_dtype(g);
+    g_rng = seed;
+    double worst_fp8 = 0;
+    for (int t = 0; t <= steps; t++) {
+        const int64_t S = t == 0 ? P : 1, shape[3] = {B, S, hid};
+        kk_tensor *x;
+        kk_assert_ok(kk_tensor_create("cpu", cdt, 3, shape, &x));
+        for (int64_t i = 0; i < kk_tensor_numel(x); i++) {
+            const float v = (float)uniform();
+            if (cdt == KK_DTYPE_BF16)
+                ((uint16_t *)x->data)[i] = kk_f32_to_bf16(v);
+            else
+                ((float *)x->data)[i] = v;
+        }
+        kk_tensor *yg = run_call(g, x), *ye = run_call(e, x), *yc = run_call(c, x);
+        const double fp8 = rel_between(yg, yc);
+        worst_fp8 = fp8 > worst_fp8 ? fp8 : worst_fp8;
+        printf("%s B=%d %s %d: graphs vs eager %s, aggressive vs conservative relative L2 %.3g\n",
+               what, B, t ? "decode step" : "prefill S =", t ? t : P,
+               memcmp(yg->data, ye->data, kk_tensor_nbytes(yg)) ? "DIFFER" : "bit-identical", fp8);
+        assert_memory_equal(yg->data, ye->data, kk_tensor_nbytes(yg));
+        assert_true(fp8 <= fp8_bound);
+        kk_tensor_destroy(x), kk_tensor_destroy(yg), kk_tensor_destroy(ye), kk_tensor_destroy(yc);
+    }
+    kk_decoder_graph_stats gs, es;
+    kk_assert_ok(kk_decoder_graph_stats_get(g, &gs));
+    kk_assert_ok(kk_decoder_graph_stats_get(e, &es));
+    printf("%s: graphs: %lld capture(s), %lld replay(s), %lld eager, %lld failure(s); worst fp8 "
+           "relative L2 %.3g\n",
+           what, (long long)gs.captures, (long long)gs.replays, (long long)gs.eager,
+           (long long)gs.failures, worst_fp8);
+    assert_int_equal(gs.enabled, 1);
+    assert_int_equal(gs.failures, 0);
+    assert_int_equal(gs.captures, 1);
+    assert_int_equal(gs.eager, 1);
+    assert_int_equal(gs.replays, steps - 1);
+    assert_int_equal(es.enabled, 0);
+    assert_int_equal(es.replays, 0);
+    kk_decoder_free(g), kk_decoder_free(e), kk_decoder_free(c);
+}
+
+static void test_graph_decode(void **state) {
+    (void)state;
+    if (strncmp(g_dev, "cuda", 4) != 0) {
+        printf("CUDA graphs: skipped on %s (no graphs on the CPU)\n", g_dev);
+        return;
+    }
+    const char *dir = write_model(KK_DTYPE_BF16, 5);
+    kk_model *m;
+    kk_assert_ok(kk_model_open(dir, &m));
+    graph_case(m, 2, 7, 6, 21, "test model", FP8_BOUND);
+    graph_case(m, 1, 3, 4, 22, "test model", FP8_BOUND);
+    kk_model_close(m);
+    remove_model(dir);
+    const char *big = getenv("KK_TEST_MODEL_DIR");
+    if (big && *big) {
+        kk_assert_ok(kk_model_open(big, &m));
+        graph_case(m, 1, 64, 8, 23, big, FP8_FOLDER_BOUND);
+        graph_case(m, 8, 32, 4, 24, big, FP8_FOLDER_BOUND);
+        kk_model_close(m);
+    }
+}
+
 int main(void) {
     const char *dev = getenv("KK_TEST_DEVICE");
     if (dev && *dev) {
@@ -681,6 +841,7 @@ int main(void) {
         cmocka_unit_test(test_decode_steps),   cmocka_unit_test(test_prefill_bf16),
         cmocka_unit_test(test_plan),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_outlives_model), cmocka_unit_test(test_tokens_to_logits),
+        cmocka_unit_test(test_graph_decode),
     };
     return cmocka_run_group_tests(tests, NULL, free_weights);
 }

@@ -5,7 +5,9 @@
  * rank a thread, against the same model at TP 1: prefill and decode steps at
  * both plans, f32 and bf16, and the logits of the replicated lm_head; the
  * comparison shown to fail with a wrong all-reduce; the TP plan; the errors
- * (sizes that do not divide, no comm). */
+ * (sizes that do not divide, no comm); overlap on and off (the prefill split
+ * in two micro-batches, by batch and by tokens) bit-identical, the split seen
+ * in the all-reduces made. */
 #include "testutil.h"
 
 #include <math.h>
@@ -40,6 +42,8 @@ typedef struct rank_job {
     kk_opt_level level;
     kk_dtype dt;
     kk_comm *comm; /* NULL: TP 1 */
+    kk_tp_overlap overlap;
+    int batch; /* 0: B; 1: the first sequence of B only */
     kk_tensor *out[OUTS];
     kk_status st;
     char message[512];
@@ -51,18 +55,22 @@ static void *rank_main(void *arg) {
     kk_decoder *d = NULL;
     kk_tensor *x = NULL;
     memset(j->out, 0, sizeof j->out);
+    const int nb = j->batch ? j->batch : B;
     kk_status st = j->comm ? kk_decoder_create_tp(j->m, "cpu", j->level, B, S + STEPS, j->comm, &d)
                            : kk_decoder_create(j->m, "cpu", j->level, B, S + STEPS, &d);
+    if (st == KK_OK) st = kk_decoder_set_tp_overlap(d, j->overlap);
     if (st == KK_OK) snprintf(j->plan, sizeof j->plan, "%s", kk_decoder_plan_text(d));
     for (int i = 0; st == KK_OK && i <= STEPS; i++) {
-        x = hidden(j->dt, i == 0 ? S : 1, 100 + i); /* the same on every rank */
-        st = kk_tensor_create("cpu", j->dt, 3, x->shape, &j->out[i]);
+        kk_tensor *all = hidden(j->dt, i == 0 ? S : 1, 100 + i); /* the same on every rank */
+        x = NULL;
+        st = kk_tensor_slice(all, 0, 0, nb, 1, &x);
+        if (st == KK_OK) st = kk_tensor_create("cpu", j->dt, 3, x->shape, &j->out[i]);
         if (st == KK_OK)
             st = i == 0 ? kk_decoder_prefill(d, x, j->out[i]) : kk_decoder_step(d, x, j->out[i]);
-        kk_tensor_destroy(x);
+        kk_tensor_destroy(x), kk_tensor_destroy(all);
     }
     if (st == KK_OK)
-        st = kk_tensor_create("cpu", j->dt, 3, (int64_t[]){B, 1, VOCAB}, &j->out[STEPS + 1]);
+        st = kk_tensor_create("cpu", j->dt, 3, (int64_t[]){nb, 1, VOCAB}, &j->out[STEPS + 1]);
     if (st == KK_OK) st = kk_decoder_logits(d, j->out[STEPS], j->out[STEPS + 1]);
     if (st != KK_OK) snprintf(j->message, sizeof j->message, "%s", kk_last_error_message());
     j->st = st;
@@ -70,14 +78,17 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
-/* TP n over the loopback, ranks on threads; jobs[r] gets rank r's outputs. */
-static void run_tp(const kk_model *m, kk_opt_level level, kk_dtype dt, int n, rank_job *jobs) {
+/* TP n over the loopback, ranks on threads, with an overlap mode and batch
+ * (0: B); jobs[r] gets rank r's outputs. */
+static void run_tp_with(const kk_model *m, kk_opt_level level, kk_dtype dt, int n, rank_job *jobs,
+                        kk_tp_overlap overlap, int batch) {
     kk_comm *comms[MAXR] = {0};
     pthread_t t[MAXR];
     if (n > 1) kk_assert_ok(kk_comm_loopback_create(n, comms));
     for (int r = 0; r < n; r++) {
         memset(&jobs[r], 0, sizeof jobs[r]);
-        jobs[r] = (rank_job){.m = m, .level = level, .dt = dt, .comm = comms[r]};
+        jobs[r] = (rank_job){
+            .m = m, .level = level, .dt = dt, .comm = comms[r], .overlap = overlap, .batch = batch};
         assert_int_equal(pthread_create(&t[r], NULL, rank_main, &jobs[r]), 0);
     }
     for (int r = 0; r < n; r++) pthread_join(t[r], NULL);
@@ -85,6 +96,10 @@ static void run_tp(const kk_model *m, kk_opt_level level, kk_dtype dt, int n, ra
         if (jobs[r].st != KK_OK) fail_msg("TP %d rank %d: %s", n, r, jobs[r].message);
         kk_comm_destroy(comms[r]);
     }
+}
+
+static void run_tp(const kk_model *m, kk_opt_level level, kk_dtype dt, int n, rank_job *jobs) {
+    run_tp_with(m, level, dt, n, jobs, KK_TP_OVERLAP_AUTO, 0);
 }
 
 static void free_jobs(rank_job *jobs, int n) {
@@ -260,6 +275,97 @@ static void test_errors(void **state) {
     remove_model(dir), remove_model(odd);
 }
 
+/* The loopback's reduction, counting: calls (one per rank per collective)
+ * and elements. */
+static struct { long calls, elements; } g_count;
+
+static void counting(kk_dtype dt, const void *const *src, int n, void *dst, size_t count) {
+    __atomic_add_fetch(&g_count.calls, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&g_count.elements, (long)count, __ATOMIC_RELAXED);
+    kk__loopback_reduce(dt, src, n, dst, count);
+}
+
+/* Overlap on (the prefill in two micro-batches: halves of the batch for B = 2,
+ * halves of the tokens, 2 + 3, for one sequence) against off: every output
+ * bit-identical (each row's arithmetic is the same; the second half of a
+ * sequence attends to the first's cached keys), on every rank, for both plans
+ * and dtypes at TP 2 and 4. The comparison is not vacuous: with overlap the
+ * prefill makes twice the all-reduces over the same number of elements (the
+ * split happened and covered every row), and the outputs match TP 1. */
+static void test_overlap_bitwise(void **state) {
+    (void)state;
+    for (int bf = 0; bf < 2; bf++) {
+        const kk_dtype dt = bf ? KK_DTYPE_BF16 : KK_DTYPE_F32;
+        const char *dir = write_model(dt, 96, 5);
+        kk_model *m;
+        kk_assert_ok(kk_model_open(dir, &m));
+        for (int li = 0; li < 2; li++)
+            for (int batch = 1; batch <= 2; batch++) {
+                const kk_opt_level level = li ? KK_OPT_BALANCED : KK_OPT_CONSERVATIVE;
+                rank_job one;
+                run_tp_with(m, level, dt, 1, &one, KK_TP_OVERLAP_OFF, batch);
+                for (int n = 2; n <= MAXR; n += 2) {
+                    rank_job off[MAXR], on[MAXR];
+                    long calls[2], elements[2];
+                    for (int k = 0; k < 2; k++) {
+                        memset(&g_count, 0, sizeof g_count);
+                        kk__loopback_set_reduce(counting);
+                        run_tp_with(m, level, dt, n, k ? on : off,
+                                    k ? KK_TP_OVERLAP_ON : KK_TP_OVERLAP_OFF, batch);
+                        kk__loopback_set_reduce(NULL);
+                        calls[k] = g_count.calls / n, elements[k] = g_count.elements / n;
+                    }
+                    for (int r = 0; r < n; r++)
+                        for (int i = 0; i < OUTS; i++)
+                            assert_memory_equal(on[r].out[i]->data, off[r].out[i]->data,
+                                                kk_tensor_nbytes(off[r].out[i]));
+                    /* 2 all-reduces a layer: the split prefill makes 2 x NLAYERS more */
+                    assert_int_equal(calls[1], calls[0] + 2 * NLAYERS);
+                    assert_int_equal(elements[1], elements[0]);
+                    const double w = worst(on, n, &one);
+                    printf("%s %s B=%d TP=%d: overlap on = off bit for bit (%ld all-reduces "
+                           "against %ld, %ld elements each way); relative L2 %.3g of TP=1\n",
+                           kk_dtype_name(dt), kk_opt_level_name(level), batch, n, calls[1],
+                           calls[0], elements[0], w);
+                    assert_true(w <= (bf ? BF16_BOUND : F32_BOUND));
+                    free_jobs(on, n), free_jobs(off, n);
+                }
+                free_jobs(&one, 1);
+            }
+        kk_model_close(m);
+        remove_model(dir);
+    }
+}
+
+static void test_overlap_api(void **state) {
+    (void)state;
+    kk_tp_overlap mode = KK_TP_OVERLAP_OFF;
+    kk_assert_ok(kk_tp_overlap_parse("auto", &mode));
+    assert_int_equal(mode, KK_TP_OVERLAP_AUTO);
+    kk_assert_ok(kk_tp_overlap_parse("on", &mode));
+    assert_int_equal(mode, KK_TP_OVERLAP_ON);
+    kk_assert_ok(kk_tp_overlap_parse("off", &mode));
+    assert_int_equal(mode, KK_TP_OVERLAP_OFF);
+    kk_assert_status(kk_tp_overlap_parse("yes", &mode), KK_ERR_INVALID_ARGUMENT);
+    kk_assert_contains(kk_last_error_message(), "expected auto, off or on");
+    assert_string_equal(kk_tp_overlap_name(KK_TP_OVERLAP_ON), "on");
+    assert_int_equal(kk_decoder_tp_overlap(NULL), KK_TP_OVERLAP_AUTO);
+    kk_assert_status(kk_decoder_set_tp_overlap(NULL, KK_TP_OVERLAP_ON), KK_ERR_INVALID_ARGUMENT);
+    const char *dir = write_model(KK_DTYPE_F32, 96, 5);
+    kk_model *m;
+    kk_decoder *d;
+    kk_assert_ok(kk_model_open(dir, &m));
+    kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_BALANCED, 1, 8, &d));
+    assert_int_equal(kk_decoder_tp_overlap(d), KK_TP_OVERLAP_AUTO);
+    kk_assert_ok(kk_decoder_set_tp_overlap(d, KK_TP_OVERLAP_ON));
+    assert_int_equal(kk_decoder_tp_overlap(d), KK_TP_OVERLAP_ON);
+    kk_assert_status(kk_decoder_set_tp_overlap(d, (kk_tp_overlap)7), KK_ERR_INVALID_ARGUMENT);
+    kk_assert_contains(kk_last_error_message(), "mode");
+    kk_decoder_free(d);
+    kk_model_close(m);
+    remove_model(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tp_f32),
@@ -267,6 +373,8 @@ int main(void) {
         cmocka_unit_test(test_wrong_all_reduce_caught),
         cmocka_unit_test(test_tp_plan),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_overlap_bitwise),
+        cmocka_unit_test(test_overlap_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -163,6 +163,41 @@ KK_API kk_status kk_decoder_create_tp(const kk_model *model, const char *device,
 /* The tensor-parallel size (1 for kk_decoder_create's decoders and NULL). */
 KK_API int kk_decoder_tp_size(const kk_decoder *d);
 
+/* Overlap of a tensor-parallel decoder's all-reduces with its compute
+ * (docs/distributed.md, "Overlap"). With overlap a prefill (S >= 2) runs as two
+ * micro-batches, halves of the batch (B >= 2) or, for one sequence, of its
+ * tokens (the second half attends to the first's cached keys): each layer's
+ * steps go micro-batch by micro-batch on the compute stream, and each
+ * all-reduce goes on a communication stream of its own (high priority), so
+ * that one micro-batch's all-reduce runs while the other one computes. The
+ * arithmetic of every row is that of the unsplit call. Decode steps (S = 1)
+ * are never split.
+ *   KK_TP_OVERLAP_AUTO  on for a prefill of two or more sequences and at
+ *                       least 1024 tokens at a tensor-parallel size >= 4 on
+ *                       a device with streams (CUDA), where it was measured
+ *                       faster; off otherwise; the default
+ *   KK_TP_OVERLAP_OFF   never
+ *   KK_TP_OVERLAP_ON    every prefill of a kk_decoder_create_tp decoder, on
+ *                       any device (on the CPU the split runs without overlap:
+ *                       how the tests check its arithmetic) */
+typedef enum kk_tp_overlap {
+    KK_TP_OVERLAP_AUTO = 0,
+    KK_TP_OVERLAP_OFF = 1,
+    KK_TP_OVERLAP_ON = 2,
+} kk_tp_overlap;
+
+/* Set the overlap mode (any decoder; it matters only with a comm). Every rank
+ * must set the same. KK_ERR_INVALID_ARGUMENT for NULL or an unknown mode. */
+KK_API kk_status kk_decoder_set_tp_overlap(kk_decoder *d, kk_tp_overlap mode);
+
+/* The mode set (KK_TP_OVERLAP_AUTO for NULL). */
+KK_API kk_tp_overlap kk_decoder_tp_overlap(const kk_decoder *d);
+
+/* "auto", "off", "on"; and the reverse (KK_ERR_INVALID_ARGUMENT naming the
+ * text otherwise). */
+KK_API const char *kk_tp_overlap_name(kk_tp_overlap mode);
+KK_API kk_status kk_tp_overlap_parse(const char *text, kk_tp_overlap *out);
+
 /* The decoder layers over hidden_in [B,S,hidden] into hidden_out [B,S,hidden]
  * (the same shape; it may be hidden_in), appending S tokens to the cache.
  * Waits for the device before it returns. */
@@ -203,6 +238,24 @@ KK_API kk_status kk_decoder_plan_step(const kk_decoder *d, int i, const char **n
                                       const char **op);
 
 /* Free the decoder, its cache, buffers and device weights. NULL is a no-op. */
+/* CUDA graphs of the decode step: the aggressive level on CUDA captures a
+ * decode call once per batch size (its first call at that size runs eagerly)
+ * and replays it (docs/model.md, "CUDA graphs"). The same kernels run either
+ * way, so the outputs are the same bits. */
+typedef struct kk_decoder_graph_stats {
+    int enabled;      /* decode calls go through graphs */
+    int64_t captures; /* batch sizes captured */
+    int64_t replays;  /* decode calls replayed */
+    int64_t eager;    /* decode calls run eagerly while enabled (first at a batch size) */
+    int64_t failures; /* captures that failed (that batch size then runs eagerly, logged) */
+} kk_decoder_graph_stats;
+
+/* enable = 0: every call eager (the graphs are destroyed); 1: graphs again.
+ * Enabling a decoder that has none (the CPU, another level, tensor parallel,
+ * FP8 or not) is KK_ERR_UNSUPPORTED saying why. */
+KK_API kk_status kk_decoder_set_graphs(kk_decoder *d, int enable);
+KK_API kk_status kk_decoder_graph_stats_get(const kk_decoder *d, kk_decoder_graph_stats *out);
+
 KK_API void kk_decoder_free(kk_decoder *d);
 
 #ifdef __cplusplus

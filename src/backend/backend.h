@@ -113,9 +113,45 @@ typedef struct kk__backend {
      * floor the host-overhead benchmark sets KernelKit's launch beside. */
     kk_status (*launch_floor)(void *ctx, kk_stream stream);
 
+    /* ---- CUDA graphs (the decoder's decode step, src/model/decoder_graph.c) ----
+     * NULL: the backend has none. Called with the stream's device current.
+     * graph_begin starts capturing the work enqueued on `stream` (relaxed
+     * mode: the allocator may still query events); graph_end always ends the
+     * capture, then instantiates and uploads it into *exec (NULL on failure,
+     * KK_ERR_UNSUPPORTED naming why); graph_launch enqueues *exec on `stream`;
+     * graph_destroy frees it (NULL: no-op). */
+    kk_status (*graph_begin)(void *ctx, kk_stream stream, const char *func);
+    kk_status (*graph_end)(void *ctx, kk_stream stream, void **exec, const char *func);
+    kk_status (*graph_launch)(void *ctx, void *exec, kk_stream stream, const char *func);
+    void (*graph_destroy)(void *ctx, void *exec);
+    /* Streams and events for work that overlaps (the tensor-parallel
+     * decoder's communication stream, docs/distributed.md "Overlap"). NULL:
+     * the backend's work is synchronous and there is nothing to overlap. */
+    const struct kk__stream_ops *streams;
+
     /* ---- quantization (src/backend/quant.c) ---- NULL: not on this backend. */
     const struct kk__quant_ops *quant;
 } kk__backend;
+
+/* Streams and events of one backend's device `index`; errors are recorded
+ * under `func`. A NULL stream is the device's default stream (where kk_op_run
+ * enqueues when given none); it may be used from a thread whose current
+ * device is another. */
+typedef struct kk__stream_ops {
+    /* A stream whose work does not wait for the default stream's (non-blocking),
+     * of the device's highest priority when `high_priority` (its blocks are
+     * scheduled first when SMs free up). */
+    kk_status (*create)(void *ctx, int index, int high_priority, kk_stream *out, const char *func);
+    void (*destroy)(void *ctx, int index, kk_stream stream);
+    /* An event for ordering only (no timing). */
+    kk_status (*event_create)(void *ctx, int index, void **event, const char *func);
+    void (*event_destroy)(void *ctx, int index, void *event);
+    /* Record `event` after the work enqueued on `stream` so far. */
+    kk_status (*record)(void *ctx, int index, void *event, kk_stream stream, const char *func);
+    /* Work enqueued on `stream` from now on waits for `event`'s last record;
+     * the host does not wait. */
+    kk_status (*wait)(void *ctx, int index, kk_stream stream, void *event, const char *func);
+} kk__stream_ops;
 
 /* A backend's quantize kernels: the jobs of core/quant_internal.h, on the
  * backend's device; errors recorded under `func`. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/memory_graph.h"
 #include "backend/memory_internal.h"
 #include "core/error.h"
 #include "core/log_internal.h"
@@ -136,6 +137,57 @@ static kk_status check_pool(const char *func, int pool, int allow_device) {
                          allow_device ? "-1 (the whole device) or 0 to 63" : "0 to 63", "%d", pool);
 }
 
+/* ---- pools held by CUDA graphs (memory_graph.h) ---- */
+
+static _Thread_local struct {
+    const kk__mem_allocator *a; /* NULL: no redirection */
+    int pool;
+} t_redirect;
+
+kk_status kk__mem_graph_pool_acquire(const char *device, int *pool) {
+    kk__mem_allocator *a = NULL;
+    *pool = 0;
+    kk_status st = kk__mem_allocator_get(__func__, device, 1, &a);
+    if (st) return st;
+    pthread_mutex_lock(&a->lock);
+    for (int p = KK_MEM_MAX_POOLS - 1; p > 0 && !*pool; p--)
+        if (!a->pools[p].graph_owned && !a->pools[p].segments) {
+            a->pools[p].graph_owned = 1;
+            *pool = p;
+        }
+    pthread_mutex_unlock(&a->lock);
+    if (!*pool)
+        return kk__error(KK_ERR_UNSUPPORTED, __func__,
+                         "no empty memory pool on %.40s to hold CUDA graphs' memory", device);
+    return KK_OK;
+}
+
+void kk__mem_graph_pool_release(const char *device, int pool) {
+    kk__mem_allocator *a = NULL;
+    if (pool <= 0 || pool >= KK_MEM_MAX_POOLS ||
+        kk__mem_allocator_get(__func__, device, 0, &a) != KK_OK || !a)
+        return;
+    kk__mem_note note = {0};
+    pthread_mutex_lock(&a->lock);
+    a->pools[pool].graph_owned = 0;
+    kk__mem_release_locked(a, pool, &note);
+    pthread_mutex_unlock(&a->lock);
+    kk__mem_log_note(a, &note, NULL);
+}
+
+kk_status kk__mem_graph_redirect(const char *device, int pool) {
+    if (pool == 0) {
+        t_redirect.a = NULL, t_redirect.pool = 0;
+        return KK_OK;
+    }
+    kk_status st = check_pool(__func__, pool, 0);
+    kk__mem_allocator *a = NULL;
+    if (!st) st = kk__mem_allocator_get(__func__, device, 1, &a);
+    if (st) return st;
+    t_redirect.a = a, t_redirect.pool = pool;
+    return KK_OK;
+}
+
 static kk_status alloc_impl(const char *func, const char *device, size_t bytes,
                             const kk_mem_options *o, void **ptr) {
     if (!ptr)
@@ -154,9 +206,15 @@ static kk_status alloc_impl(const char *func, const char *device, size_t bytes,
     kk__mem_allocator *a = NULL;
     st = kk__mem_allocator_get(func, device, 1, &a);
     if (st) return st;
+    if (rq.pool == 0 && t_redirect.a == a) rq.pool = t_redirect.pool; /* memory_graph.h */
 
     kk__mem_note note = {0};
     pthread_mutex_lock(&a->lock);
+    if (a->pools[rq.pool].graph_owned && !(t_redirect.a == a && t_redirect.pool == rq.pool)) {
+        pthread_mutex_unlock(&a->lock);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, func, "pool_id",
+                             "a pool not held by CUDA graphs", "%d", rq.pool);
+    }
     rq.margin = margin != 0.0 ? margin : a->cfg.safety_margin;
     if ((uint64_t)bytes > KK__MEM_MAX_REQUEST) {
         kk__mem_stats_oom(a, rq.pool);

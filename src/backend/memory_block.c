@@ -109,7 +109,7 @@ kk_status kk__mem_alloc_locked(kk__mem_allocator *a, const kk__mem_request *rq, 
     if (st) return st;
     kk__mem_pool *p = &a->pools[rq->pool];
     int cls = size_class(rq->size);
-    kk__mem_block *b = a->cfg.caching_enabled ? find_cached(a, p, cls, rq) : NULL;
+    kk__mem_block *b = a->cfg.caching_enabled || p->graph_owned ? find_cached(a, p, cls, rq) : NULL;
     int hit = b != NULL;
     if (b) {
         kk__mem_tree_remove(&p->tree[cls], b);
@@ -142,7 +142,8 @@ void kk__mem_free_locked(kk__mem_allocator *a, kk__mem_block *b, kk_stream strea
     kk__mem_tree_insert(&a->pools[seg->pool].tree[seg->cls], b);
     /* Without caching every allocation has a segment of its own (see
      * memory_grow.c), which goes back to the system with its block. */
-    if (!a->cfg.caching_enabled && seg->used == 0) release_segment(a, seg, note);
+    if (!a->cfg.caching_enabled && seg->used == 0 && !a->pools[seg->pool].graph_owned)
+        release_segment(a, seg, note);
 }
 
 /* ---- giving segments back ---- */
@@ -173,6 +174,7 @@ static void release_segment(kk__mem_allocator *a, kk__mem_segment *seg, kk__mem_
 
 static uint64_t release_pool(kk__mem_allocator *a, int pool, kk__mem_note *note) {
     uint64_t bytes = 0;
+    if (a->pools[pool].graph_owned) return 0; /* CUDA graphs replay into its blocks */
     for (kk__mem_segment *seg = a->pools[pool].segments, *next; seg; seg = next) {
         next = seg->next;
         if (seg->used) continue;

@@ -66,6 +66,9 @@ typedef struct kk__mem_pool {
     kk__mem_block *tree[KK__MEM_CLASSES]; /* free blocks by (size, address) */
     kk__mem_segment *segments;
     kk_mem_stats stats; /* cached_bytes is filled in on read */
+    /* Held by CUDA graphs (memory_graph.h): its segments are never given
+     * back (graphs replay into them), and only redirected allocations use it. */
+    int graph_owned;
 } kk__mem_pool;
 
 /* The allocator of one device. Its mutex guards everything in it; functions

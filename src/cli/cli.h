@@ -83,6 +83,7 @@ kk_status cli_model_random_hidden(const char *device, kk_dtype dtype, int64_t B,
 typedef struct cli_tp_run {
     long batch, prefill, decode, seed; /* the command's calls, mirrored by CPU ranks */
     int64_t hidden;
+    kk_tp_overlap overlap; /* --tp-overlap */
 } cli_tp_run;
 /* Non-zero when this process is a rank (KK_RANK set). */
 int cli_tp_is_rank(void);
@@ -112,7 +113,8 @@ enum {
     CLI_MODEL_FLOOR,             /* --launch-floor-us X */
     CLI_MODEL_BUDGET,            /* --profile-time S */
     CLI_MODEL_OUTPUT,            /* --output FILE */
-    CLI_MODEL_REPORT             /* --report FILE */
+    CLI_MODEL_REPORT,            /* --report FILE */
+    CLI_MODEL_TP_OVERLAP         /* --tp-overlap auto|off|on (cmd_model.c) */
 };
 typedef struct cli_model_cost {
     int profile, compare; /* 1, 1 by default */

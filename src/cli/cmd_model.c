@@ -9,12 +9,15 @@
 
 #include "cli/cli.h"
 
+#define CLI_MODEL_NO_GRAPHS_OPT 1900 /* --no-graphs: above cli.h's CLI_MODEL_* */
+
 static void model_help(FILE *out) {
     fprintf(out, "Usage: kernelkit model DIR [--level L] [--device D] [--batch B] [--prefill N]\n"
-                 "                       [--decode N] [--seed S] [--tp N] [--no-profile]\n"
+                 "                       [--decode N] [--seed S] [--tp N]\n"
+                 "                       [--tp-overlap auto|off|on] [--no-profile]\n"
                  "                       [--ceilings FILE] [--launch-floor-us X]\n"
                  "                       [--profile-time S] [--no-compare] [--output FILE]\n"
-                 "                       [--report FILE.md]\n"
+                 "                       [--report FILE.md] [--no-graphs]\n"
                  "\n"
                  "Load the Llama-family model in folder DIR, build its decoder layers at level L\n"
                  "on device D, print the plan (every op call of a layer), then run random hidden\n"
@@ -33,6 +36,12 @@ static void model_help(FILE *out) {
                  "  -t, --tp N        tensor parallel over N ranks (default 1): on CUDA one\n"
                  "                    process per GPU from D on (NCCL), on the CPU threads\n"
                  "                    (loopback); docs/distributed.md\n"
+                 "  --tp-overlap M    auto, off or on: the prefill as two micro-batches, one's\n"
+                 "                    all-reduces overlapped with the other's compute (auto,\n"
+                 "                    the default: on GPUs at --tp 4+ for 2+ sequences and\n"
+                 "                    1024+ tokens, where it was measured faster)\n"
+                 "  --no-graphs       aggressive on CUDA: decode steps eager, not replayed as\n"
+                 "                    CUDA graphs (the same kernels; docs/model.md)\n"
                  "\n"
                  "Cost model (docs/model.md, \"Cost model\"; not with --tp): first a profiled\n"
                  "prefill and decode step: each step of layer 0 timed with the benchmark\n"
@@ -131,13 +140,16 @@ static int model_run(int argc, char **argv) {
         {"profile-time", required_argument, NULL, CLI_MODEL_BUDGET},
         {"output", required_argument, NULL, CLI_MODEL_OUTPUT},
         {"report", required_argument, NULL, CLI_MODEL_REPORT},
+        {"tp-overlap", required_argument, NULL, CLI_MODEL_TP_OVERLAP},
+        {"no-graphs", no_argument, NULL, CLI_MODEL_NO_GRAPHS_OPT},
         {NULL, 0, NULL, 0}};
     cli_model_cost cost; /* cmd_model_cost.c */
     cli_model_cost_default(&cost);
     const char *device = "cpu";
     kk_opt_level level = KK_OPT_BALANCED;
     long batch = 1, prefill = 16, decode = 4, seed = 1, tp = 1;
-    int c, rc = CLI_OK;
+    kk_tp_overlap overlap = KK_TP_OVERLAP_AUTO;
+    int c, rc = CLI_OK, no_graphs = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":l:d:b:p:n:s:t:", opts, NULL)) != -1) {
         switch (c) {
@@ -154,6 +166,12 @@ static int model_run(int argc, char **argv) {
         case 'n': rc = parse_count("--decode", optarg, 0, 1 << 20, &decode); break;
         case 's': rc = parse_count("--seed", optarg, 0, 1L << 30, &seed); break;
         case 't': rc = parse_count("--tp", optarg, 1, 64, &tp); break;
+        case CLI_MODEL_TP_OVERLAP:
+            if (kk_tp_overlap_parse(optarg, &overlap) != KK_OK)
+                return cli_usage_error("model", "bad --tp-overlap '%s': expected auto, off or on",
+                                       optarg);
+            break;
+        case CLI_MODEL_NO_GRAPHS_OPT: no_graphs = 1; break;
         case ':': return cli_usage_error("model", "%s needs a value", argv[optind - 1]);
         default:
             if (cli_model_cost_option(&cost, c, optarg, &rc)) break;
@@ -171,7 +189,7 @@ static int model_run(int argc, char **argv) {
     if (kk_model_open(dir, &m) != KK_OK) return cli_fail("model", dir);
     const int64_t hidden = kk_model_get_config(m)->hidden_size;
     kk_decoder *d = NULL;
-    const cli_tp_run run = {batch, prefill, decode, seed, hidden};
+    const cli_tp_run run = {batch, prefill, decode, seed, hidden, overlap};
     if (cli_tp_decoder(m, device, level, (int)tp, &run, &d) != KK_OK) {
         rc = cli_fail("model", tp > 1 ? "building the decoder (--tp)" : "building the decoder");
         cli_tp_finish("model"); /* the other ranks first: they read the model */
@@ -179,13 +197,16 @@ static int model_run(int argc, char **argv) {
         return rc;
     }
     if (tp == 1) kk_model_close(m); /* the decoder keeps what it needs (TP: the other ranks too) */
+    if (no_graphs) (void)kk_decoder_set_graphs(d, 0);
     printf("Model: %s\n%s\n", dir, kk_decoder_plan_text(d));
+    if (tp > 1)
+        printf("  overlap of the all-reduces (--tp-overlap): %s\n", kk_tp_overlap_name(overlap));
     if (tp == 1) /* the cost model and profile (a TP rank's calls must stay in step) */
         rc = cli_model_cost_run(d, dir, device, level, batch, prefill, decode, seed, hidden, &cost,
                                 argc, argv);
     uint64_t rng = (uint64_t)seed * 2654435761u + 1;
     const int tty = isatty(fileno(stderr));
-    double ms = 0, total = 0;
+    double ms = 0, total = 0, first = 0;
     if (rc == CLI_OK) rc = timed(d, device, batch, prefill, hidden, &rng, "prefill", &ms);
     if (rc == CLI_OK)
         printf("prefill  B=%ld S=%ld: %10.3f ms (%.0f tokens/s)\n", batch, prefill, ms,
@@ -195,12 +216,23 @@ static int model_run(int argc, char **argv) {
         rc = timed(d, device, batch, 1, hidden, &rng, "decode step", &ms);
         if (rc != CLI_OK) break;
         total += ms;
+        if (i == 0) first = ms;
         if (tty) fprintf(stderr, "\r\033[K");
         printf("decode   step %ld/%ld (position %ld): %10.3f ms\n", i + 1, decode, prefill + i, ms);
     }
     if (rc == CLI_OK && decode > 0)
         printf("decode   mean %.3f ms per step (%.0f tokens/s over the batch)\n", total / decode,
                batch * decode / (total / 1e3));
+    if (rc == CLI_OK && decode > 1) /* the first step at a batch size captures the graphs */
+        printf("decode   mean of steps 2..%ld: %.3f ms per step (%.0f tokens/s over the batch)\n",
+               decode, (total - first) / (decode - 1),
+               batch * (decode - 1) / ((total - first) / 1e3));
+    kk_decoder_graph_stats gs;
+    if (rc == CLI_OK && kk_decoder_graph_stats_get(d, &gs) == KK_OK && (gs.enabled || gs.captures))
+        printf("decode   cuda graphs: %lld capture(s), %lld replay(s), %lld eager, %lld "
+               "failure(s)\n",
+               (long long)gs.captures, (long long)gs.replays, (long long)gs.eager,
+               (long long)gs.failures);
     kk_decoder_free(d);
     const int tp_rc = cli_tp_finish("model");
     if (tp > 1) kk_model_close(m);

@@ -249,6 +249,7 @@ static void *follower(void *arg) {
     kk_decoder *d = NULL;
     kk_status st = kk_decoder_create_tp(g_tp.model, "cpu", g_tp.level, (int)r->batch,
                                         (int)(r->prefill + r->decode), g_tp.comms[rank], &d);
+    if (st == KK_OK) st = kk_decoder_set_tp_overlap(d, r->overlap);
     uint64_t rng = (uint64_t)r->seed * 2654435761u + 1;
     if (st == KK_OK) st = follow_call(d, r->prefill, &rng);
     for (long i = 0; st == KK_OK && i < r->decode; i++) st = follow_call(d, 1, &rng);
@@ -266,8 +267,11 @@ kk_status cli_tp_decoder(const kk_model *m, const char *device, kk_opt_level lev
     if (tp <= 1) return kk_decoder_create(m, device, level, (int)run->batch, seq, out);
     kk_status st;
     if (cli_tp_is_rank()) { /* one process of an NCCL group */
-        if ((st = kk_comm_init_env(device, &g_tp.comms[0])) != KK_OK) return st;
-        return kk_decoder_create_tp(m, NULL, level, (int)run->batch, seq, g_tp.comms[0], out);
+        if ((st = kk_comm_init_env(device, &g_tp.comms[0])) != KK_OK ||
+            (st = kk_decoder_create_tp(m, NULL, level, (int)run->batch, seq, g_tp.comms[0], out)) !=
+                KK_OK)
+            return st;
+        return kk_decoder_set_tp_overlap(*out, run->overlap);
     }
     /* the CPU: rank 0 here, the others on threads */
     if ((st = kk_comm_loopback_create(tp, g_tp.comms)) != KK_OK) return st;
@@ -278,7 +282,10 @@ kk_status cli_tp_decoder(const kk_model *m, const char *device, kk_opt_level lev
             g_tp.status[r] = KK_ERR_INTERNAL;
             g_tp.threads[r] = 0;
         }
-    return kk_decoder_create_tp(m, device, level, (int)run->batch, seq, g_tp.comms[0], out);
+    if ((st = kk_decoder_create_tp(m, device, level, (int)run->batch, seq, g_tp.comms[0], out)) !=
+        KK_OK)
+        return st;
+    return kk_decoder_set_tp_overlap(*out, run->overlap);
 }
 
 int cli_tp_finish(const char *command) {

@@ -529,5 +529,10 @@ const kk__backend kk__cuda_backend = {
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
     .launch_floor = cuda_launch_floor,
+    .graph_begin = kk__cuda_graph_begin,
+    .graph_end = kk__cuda_graph_end,
+    .graph_launch = kk__cuda_graph_launch,
+    .graph_destroy = kk__cuda_graph_destroy,
+    .streams = &kk__cuda_stream_ops,
     .quant = &cuda_quant,
 };

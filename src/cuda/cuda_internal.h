@@ -42,6 +42,10 @@ void kk__cuda_run_on_device_thread(void *(*fn)(void *), void *job, int device);
  * caller's current device never changes. */
 kk_status kk__cuda_call_on_device(int device, kk_status (*fn)(void *ctx), void *ctx);
 
+/* Streams and events for overlapped work (streams.c; backend.h's kk__stream_ops). */
+struct kk__stream_ops;
+extern const struct kk__stream_ops kk__cuda_stream_ops;
+
 /* Synchronize `stream` (NULL = legacy default) of `device`; a failure of the
  * work that ran is KK_ERR_KERNEL_LAUNCH naming `what` and the CUDA error. */
 kk_status kk__cuda_stream_sync(int device, void *stream, const char *what);
@@ -55,6 +59,12 @@ int kk__cuda_device_usable(int device);
 struct kk__strided_job;
 kk_status kk__cuda_strided_copy(void *ctx, int index, const struct kk__strided_job *job,
                                 void *stream, int wait, const char *func);
+
+/* The backend table's CUDA graph entries (graph_cuda.c; backend.h). */
+kk_status kk__cuda_graph_begin(void *ctx, kk_stream stream, const char *func);
+kk_status kk__cuda_graph_end(void *ctx, kk_stream stream, void **exec, const char *func);
+kk_status kk__cuda_graph_launch(void *ctx, void *exec, kk_stream stream, const char *func);
+void kk__cuda_graph_destroy(void *ctx, void *exec);
 
 #ifdef CUDART_VERSION /* the includer has the CUDA runtime API */
 /* Launch the probe kernel: d_out[0..n) = kk__probe_value(i, seed), d_out[n] =

@@ -4,7 +4,8 @@
  * used are declared below. A failed load is retried on the next call (a test
  * or a user may point KK_NCCL_LIBRARY elsewhere); a good one is kept. The
  * CUDA device current for ncclCommInitRank is set through the backend table
- * (call_on_device): no file outside src/cuda/ names a CUDA function.
+ * (call_on_device): no file outside src/cuda/ names a CUDA function; the
+ * collectives need none (NCCL sets the comm's device while it launches).
  * docs/distributed.md. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -188,10 +189,6 @@ static int dtype_of(kk_dtype t) {
     }
 }
 
-/* Collectives inside kk_comm_group_start/end on this thread (NCCL's groups
- * are per thread, and need no current device). */
-static _Thread_local int g_group_depth;
-
 typedef struct coll_job {
     kk_comm *c;
     kk__coll op;
@@ -223,19 +220,20 @@ static kk_status enqueue(void *arg) {
         r = nc.reduce_scatter(j->send->data, j->recv->data, (size_t)kk_tensor_numel(j->recv), dt,
                               ncclSum, comm, j->stream);
     }
-    /* inside a group NCCL may answer ncclInProgress for a nonblocking comm: fine */
+    /* NCCL may answer ncclInProgress for a nonblocking comm: fine */
     return r == ncclSuccess || r == ncclInProgress ? KK_OK : kk__nccl_error(j->func, what, r, comm);
 }
 
 static kk_status nccl_collective(kk_comm *c, kk__coll op, const kk_tensor *send, kk_tensor *recv,
                                  kk_stream stream, const char *func) {
+    /* Issued on the calling thread whatever device is current: NCCL makes the
+     * comm's device current itself while it launches (and puts the caller's
+     * back), so a NULL stream is that device's default stream, where kk_op_run
+     * enqueues. No helper thread per call (kk_op_run's call_on_device spawns
+     * one when the device is not current: ~50-100 us, which made a thread per
+     * rank of kk_comm_init_all pay it on every small all-reduce). */
     coll_job j = {c, op, send, recv, stream, func};
-    /* outside a group, with the comm's device current, as kk_op_run's kernels
-     * are (a NULL stream is then that device's default stream): on this thread
-     * when it already is, else on a helper thread (call_on_device) */
-    const kk__backend *b = kk__backend_get(c->device_kind);
-    if (g_group_depth > 0 || !b || !b->call_on_device) return enqueue(&j);
-    return b->call_on_device(b->context, c->device_index, enqueue, &j);
+    return enqueue(&j);
 }
 
 static kk_status nccl_synchronize(kk_comm *c, kk_stream stream, const char *func) {
@@ -353,14 +351,11 @@ kk_status kk_comm_init_all(int n, const char *const *devices, kk_comm **comms) {
 kk_status kk_comm_group_start(void) {
     if (!load(NULL)) return KK_OK;
     const ncclResult_t r = nc.group_start();
-    if (r != ncclSuccess) return kk__nccl_error(__func__, "ncclGroupStart", r, NULL);
-    g_group_depth++;
-    return KK_OK;
+    return r == ncclSuccess ? KK_OK : kk__nccl_error(__func__, "ncclGroupStart", r, NULL);
 }
 
 kk_status kk_comm_group_end(void) {
     if (!load(NULL)) return KK_OK;
-    if (g_group_depth > 0) g_group_depth--;
     const ncclResult_t r = nc.group_end();
     return r == ncclSuccess ? KK_OK : kk__nccl_error(__func__, "ncclGroupEnd", r, NULL);
 }

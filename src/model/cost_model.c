@@ -11,7 +11,7 @@
 
 /* A step's work for one layer. e: bytes per element; T = B*S tokens. */
 typedef struct work {
-    int calls, matrix; /* matrix: a GEMM or attention (tensor cores) */
+    int calls, matrix; /* matrix: a GEMM or attention (tensor cores); 2: FP8 ones */
     double flops, rd, wr;
 } work;
 
@@ -33,6 +33,7 @@ static work step_work(const kk__dstep *s, const kk_model_config *c, double e, in
     case KK__DB_W_GATE:
     case KK__DB_W_UP: n = I; break;
     case KK__DB_W_DOWN: n = h, k = I; break;
+    case KK__DB_W_GATE_UP: n = 2 * I; break;
     default: break;
     }
     switch (s->op) {
@@ -71,6 +72,16 @@ static work step_work(const kk__dstep *s, const kk_model_config *c, double e, in
         return (work){1, 0, 5 * T * I, 2 * T * I * e, T * I * e};
     case KK__DS_SWIGLU: /* the gate and up GEMMs and silu * mul in their epilogue */
         return (work){1, 1, 4 * T * I * h + 5 * T * I, (T * h + 2 * I * h) * e, T * I * e};
+    case KK__DS_FP8_LINEAR: {
+        /* three launches: x quantized (x read, 1-byte codes written), the FP8
+         * GEMM (codes, 1-byte W, f32 [T,N] out), the epilogue (f32 read, y
+         * written; the residual read). Scales are under 1% and left out. */
+        const int res = s->in[2] != KK__DB_NONE;
+        work w = {3, 2, 2 * T * n * k + (res ? T * n : 0),
+                  T * k * e + T * k + n * k + 4 * T * n + (res ? T * n * e : 0),
+                  T * k + 4 * T * n + T * n * e};
+        return w;
+    }
     default: /* a step this model does not price (an all-reduce): its floor */
         return (work){1, 0, 0, 0, 0};
     }
@@ -155,7 +166,7 @@ kk_status kk_decoder_predict(const kk_decoder *d, int64_t batch, int64_t seq, in
         snprintf(s->name, sizeof s->name, "%s", ps->name);
         snprintf(s->op, sizeof s->op, "%s", kk__dstep_op_name(ps->op));
         s->calls = w.calls, s->flops = w.flops, s->bytes_read = w.rd, s->bytes_written = w.wr;
-        s->rate = rate_of(w.matrix, d->dtype);
+        s->rate = w.matrix == 2 ? KK_CEILING_FP8 : rate_of(w.matrix, d->dtype);
         /* streaming weights or a cache: the read ceiling; else read + write */
         s->bandwidth = w.rd > 0 && w.wr * 8 <= w.rd ? KK_CEILING_READ : KK_CEILING_COPY;
         s->predicted_s = s->measured_s = -1;

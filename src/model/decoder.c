@@ -54,6 +54,7 @@ static int64_t buf_elems(const kk_model_config *c, kk__dbuf b, int64_t T) {
     case KK__DB_G:
     case KK__DB_U:
     case KK__DB_ACT: return T * c->intermediate_size;
+    case KK__DB_GU: return 2 * T * c->intermediate_size;
     default: return 0;
     }
 }
@@ -85,7 +86,7 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     d->max_batch = max_batch, d->max_seq = max_seq;
     d->tp_size = 1;
     d->layers = d->cfg.num_hidden_layers;
-    kk__dplan_build(level, &d->plan);
+    kk__dplan_build(level, 0, &d->plan);
     kk_model_layer l0;
     if ((st = kk_model_layer_weights(model, 0, &l0)) != KK_OK) goto fail;
     d->dtype = l0.q_proj->dtype;
@@ -99,7 +100,16 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     if ((st = kk_tensor_create(device, KK_DTYPE_INT32, 1, (int64_t[]){max_batch}, &probe)) != KK_OK)
         goto fail;
     memcpy(d->device, probe->device, sizeof d->device);
-    d->seqlens = probe;
+    kk_tensor_destroy(probe);
+    if ((st = kk__dpos_create(func, d)) != KK_OK) goto fail;
+    { /* the aggressive level's FP8 projections and CUDA graphs (decoder_fp8.c) */
+        int fp8 = 0, graphs = 0;
+        const char *fp8_why = NULL, *graphs_why = NULL;
+        kk__dlevel_choose(d, level, comm != NULL, &fp8, &graphs, &fp8_why, &graphs_why);
+        if (fp8) kk__dplan_build(level, 1, &d->plan);
+        d->plan.graphs = graphs;
+        d->plan.fp8_why = fp8_why, d->plan.graphs_why = graphs_why;
+    }
     if (comm && (st = kk__dtp_setup(func, d, comm)) != KK_OK) goto fail;
     d->weights = calloc((size_t)d->layers * KK__DLAYER_WEIGHTS, sizeof *d->weights);
     d->k_cache = calloc((size_t)d->layers, sizeof *d->k_cache);
@@ -117,7 +127,9 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
             l.q_proj,    l.k_proj,          l.v_proj,
             l.o_proj,    l.gate_proj,       l.up_proj,
             l.down_proj, l.input_layernorm, l.post_attention_layernorm};
+        if (d->plan.fp8 && (st = kk__dfp8_place(d, i, &l)) != KK_OK) goto fail;
         for (int k = 0; k < KK__DLAYER_WEIGHTS; k++) {
+            if (kk__dweight_is_fp8(d, k)) continue; /* held as fp8 only */
             kk_tensor *part = NULL; /* this rank's shard of the weight (decoder_tp.c) */
             if (d->comm && (st = kk__dtp_weight(func, d, k, w[k], &part)) != KK_OK) goto fail;
             st = place_weight(func, d, part ? part : w[k], &d->weights[i * KK__DLAYER_WEIGHTS + k]);
@@ -140,9 +152,13 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     const int64_t T = (int64_t)max_batch * max_seq;
     for (int b = 0; b < KK__DB_COUNT; b++) {
         int64_t n = buf_elems(&d->cfg, (kk__dbuf)b, T);
+        /* the fp8 plan's gate and up are one [T, 2I] buffer; the others' two */
+        if (d->plan.fp8 ? b == KK__DB_G || b == KK__DB_U : b == KK__DB_GU) n = 0;
         if (n && (st = kk_tensor_create(d->device, d->dtype, 1, &n, &d->buf[b])) != KK_OK)
             goto fail;
     }
+    if (d->plan.graphs && (st = kk__dgraphs_create(func, d)) != KK_OK) goto fail;
+    if (d->plan.graphs && !d->graphs) d->plan.graphs = 0, d->plan.graphs_why = "no graphs here";
     d->plan_text = kk__dplan_text(&d->plan, &d->cfg, d->device, d->dtype);
     if (!d->plan_text) {
         st = kk__error(KK_ERR_OUT_OF_MEMORY, func, "host allocation failed");
@@ -180,6 +196,9 @@ kk_status kk_decoder_plan_step(const kk_decoder *d, int i, const char **name, co
 
 void kk_decoder_free(kk_decoder *d) {
     if (!d) return;
+    kk__dgraphs_free(d); /* first: it waits for the work that may still use the rest */
+    kk__doverlap_free(d);
+    kk__dfp8_free(d);
     if (d->weights)
         for (int64_t i = 0; i < d->layers * KK__DLAYER_WEIGHTS; i++)
             kk_tensor_destroy(d->weights[i]);

@@ -7,6 +7,7 @@
 #include "kernelkit/bench.h"
 #include "kernelkit/comm.h"
 #include "kernelkit/model.h"
+#include "kernelkit/quant.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +28,7 @@ typedef enum kk__dstep_op {
     KK__DS_SILU_MUL,    /* kk_silu_mul(in0, in1) -> out0 */
     KK__DS_SWIGLU,      /* kk_swiglu(in0, w gate, w2 up) -> out0 */
     KK__DS_ALL_REDUCE,  /* kk_comm_all_reduce(out0) in place: the ranks' partial sums (TP) */
+    KK__DS_FP8_LINEAR,  /* kk_fp8_linear(in0, fp8 weight in1 [, residual in2]) -> out0 */
     KK__DS_OP_COUNT
 } kk__dstep_op;
 
@@ -52,6 +54,7 @@ typedef enum kk__dbuf {
     KK__DB_U,       /* up [T,I] */
     KK__DB_ACT,     /* silu(gate) * up [T,I] */
     KK__DB_SCRATCH, /* the discarded norm of KK__DS_ADD [T,hidden] */
+    KK__DB_GU,      /* gate and up side by side [T,2I] (the fp8 plan's fused projection) */
     KK__DB_W_Q,
     KK__DB_W_K,
     KK__DB_W_V,
@@ -61,6 +64,7 @@ typedef enum kk__dbuf {
     KK__DB_W_DOWN,
     KK__DB_W_IN_NORM,
     KK__DB_W_POST_NORM,
+    KK__DB_W_GATE_UP, /* fp8 only: W_gate and W_up stacked [2I,hidden] */
     KK__DB_COUNT
 } kk__dbuf;
 
@@ -79,10 +83,15 @@ typedef struct kk__dplan {
     kk_opt_level level;
     int n;
     kk__dstep steps[KK__DPLAN_MAX_STEPS];
+    /* aggressive only: FP8 projections (kk_fp8_linear, weights quantized at
+     * load) and CUDA graphs of the decode step; `why` says why one is off */
+    int fp8, graphs;
+    const char *fp8_why, *graphs_why;
 } kk__dplan;
 
-/* The plan of one decoder layer at `level`. */
-void kk__dplan_build(kk_opt_level level, kk__dplan *plan);
+/* The plan of one decoder layer at `level`; with fp8 (aggressive only) the
+ * projections are kk_fp8_linear steps. */
+void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *plan);
 
 /* The op a step calls, as the plan text names it ("kk_linear", ...). */
 const char *kk__dstep_op_name(kk__dstep_op op);
@@ -95,6 +104,12 @@ char *kk__dplan_text(const kk__dplan *plan, const kk_model_config *cfg, const ch
                      kk_dtype dtype);
 
 #define KK__DLAYER_WEIGHTS 9
+/* The fp8 plan's weights per layer: q, k, v, o, gate_up, down (kk_qtensor:
+ * e4m3 codes and 128x128 block scales, quantized once at create). */
+#define KK__DFP8_WEIGHTS 6
+
+/* The fp8 weight slot (0 .. KK__DFP8_WEIGHTS - 1) of weight id `w`, -1 if none. */
+int kk__dfp8_slot(kk__dbuf w);
 
 struct kk_decoder {
     kk_model_config cfg;
@@ -106,23 +121,36 @@ struct kk_decoder {
     int64_t layers;
     /* per layer: the weights in the order KK__DB_W_Q .. KK__DB_W_POST_NORM,
      * then the caches */
-    kk_tensor **weights; /* [layers * KK__DLAYER_WEIGHTS] */
+    kk_tensor **weights; /* [layers * KK__DLAYER_WEIGHTS]; the fp8 plan's projections NULL */
+    kk_qtensor *fp8w;    /* [layers * KK__DFP8_WEIGHTS] with plan.fp8, else NULL */
     kk_tensor **k_cache, **v_cache;
     /* the globals on the device, each NULL when absent; lm_head may be embed
      * itself (tied: freed once) */
     kk_tensor *embed, *norm, *lm_head;
     /* flat work buffers, one per activation id, max_batch * max_seq tokens */
     kk_tensor *buf[KK__DB_COUNT];
-    kk_tensor *seqlens; /* int32 [max_batch] on the device (rope_kv_append) */
-    int64_t batch;      /* batch of the cached tokens (0 when empty) */
-    int64_t length;     /* tokens cached per sequence */
+    /* every sequence's cached length for rope_kv_append: int32, pos_rows rows
+     * of max_batch on the device; row p all p (a table written once,
+     * pos_rows = max_seq) or, when that is over 16 MiB, 2 rows (one per
+     * micro-batch) written by each call (decoder_run.c) */
+    kk_tensor *seqlens;
+    int64_t pos_rows;
+    int64_t batch;  /* batch of the cached tokens (0 when empty) */
+    int64_t length; /* tokens cached per sequence */
     /* tensor parallel (decoder_tp.c): this rank's shard of heads, KV heads and
      * intermediate is in cfg; comm NULL and tp_size 1 alone */
     kk_comm *comm;
     int tp_rank, tp_size;
+    /* overlap (decoder_run.c): the mode, and the communication stream and
+     * events made by the first overlapped call (none on the CPU) */
+    kk_tp_overlap overlap;
+    kk_stream comm_stream;
+    void *events[4];
     /* the profiling pass (decoder_profile.c): set only inside
      * kk_decoder_profile, NULL otherwise */
     struct kk__dprofile *profile;
+    /* CUDA graphs of the decode step (decoder_graph.c): NULL when off */
+    struct kk__dgraphs *graphs;
 };
 
 /* kk_decoder_create's work (decoder.c); with a comm, rank kk_comm_rank(comm)'s
@@ -130,6 +158,13 @@ struct kk_decoder {
 kk_status kk__decoder_create(const char *func, const kk_model *model, const char *device,
                              kk_opt_level level, int max_batch, int max_seq, kk_comm *comm,
                              kk_decoder **out);
+
+/* Make d->seqlens and d->pos_rows (decoder_run.c): the table of positions
+ * when it fits, else the two rows each call writes. */
+kk_status kk__dpos_create(const char *func, kk_decoder *d);
+
+/* Release the communication stream and events (decoder_run.c). */
+void kk__doverlap_free(kk_decoder *d);
 
 /* ---- tensor parallelism (decoder_tp.c) ---- */
 
@@ -163,6 +198,53 @@ kk_status kk__dprofile_step(struct kk__dprofile *p, const kk_decoder *d, int i, 
 /* Run the layers over hidden_in [B,S,hidden] (decoder_run.c). */
 kk_status kk__decoder_run(const char *func, kk_decoder *d, const kk_tensor *hidden_in,
                           kk_tensor *hidden_out);
+
+/* ---- the aggressive level (decoder_fp8.c) ---- */
+
+/* Whether d's plan at `level` uses FP8 projections and CUDA graphs on d's
+ * device (d->device set), and why not (static text, NULL when on). */
+void kk__dlevel_choose(kk_decoder *d, kk_opt_level level, int tp, int *fp8, int *graphs,
+                       const char **fp8_why, const char **graphs_why);
+
+/* Layer `layer`'s projections quantized into d->fp8w (allocated on first use). */
+kk_status kk__dfp8_place(kk_decoder *d, int64_t layer, const kk_model_layer *l);
+void kk__dfp8_free(kk_decoder *d);
+
+/* Whether layer weight k (KK__DB_W_Q + k order) is held as fp8 instead of
+ * being placed (a projection of an fp8 plan). */
+int kk__dweight_is_fp8(const kk_decoder *d, int k);
+
+/* ---- CUDA graphs of the decode step (decoder_graph.c) ---- */
+
+/* One call's state, built by decoder_run.c: the views of the work buffers
+ * for B x S tokens after L cached, and the ops' stream. */
+typedef struct kk__dcall kk__dcall;
+
+/* Run step i of layer l of the call (decoder_run.c). */
+kk_status kk__dcall_step(kk__dcall *c, int64_t layer, int i);
+
+/* Set the call's stream (NULL: the ops' default) and the lengths its
+ * rope_kv_append reads (NULL: d->seqlens' row; graphs pass a buffer of their
+ * own, whose address the captured call keeps). */
+void kk__dcall_set_stream(kk__dcall *c, kk_stream stream, kk_tensor *lens);
+
+/* Whether step `s` may be inside a captured graph: it reads nothing the host
+ * passes per call (the cache length) and calls no collective. */
+int kk__dstep_capturable(const kk__dstep *s);
+
+/* Set up graphs for d (a CUDA decoder whose plan has graphs on): the pool
+ * and the stream. KK_OK with d->graphs NULL when the backend has none. */
+kk_status kk__dgraphs_create(const char *func, kk_decoder *d);
+void kk__dgraphs_free(kk_decoder *d);
+
+/* Whether decode calls go through the graphs (made and not switched off). */
+int kk__dgraphs_on(const kk_decoder *d);
+
+/* The layers of a decode call (S = 1) through the graphs: replayed when
+ * captured for this batch; otherwise run eagerly (the warm-up), then captured
+ * for the next call; eager for good, with one warning, when capture fails.
+ * Leaves the work queued on the graphs' stream, then waits for it. */
+kk_status kk__dgraphs_run(kk_decoder *d, kk__dcall *c, int64_t B);
 
 #ifdef __cplusplus
 }

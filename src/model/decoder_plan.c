@@ -23,6 +23,7 @@ const char *kk__dstep_op_name(kk__dstep_op op) {
         [KK__DS_SILU_MUL] = "kk_silu_mul",
         [KK__DS_SWIGLU] = "kk_swiglu",
         [KK__DS_ALL_REDUCE] = "kk_comm_all_reduce",
+        [KK__DS_FP8_LINEAR] = "kk_fp8_linear",
     };
     return (unsigned)op < KK__DS_OP_COUNT ? names[op] : "?";
 }
@@ -48,6 +49,7 @@ const char *kk__dbuf_name(kk__dbuf b) {
         [KK__DB_U] = "up",
         [KK__DB_ACT] = "act",
         [KK__DB_SCRATCH] = "scratch",
+        [KK__DB_GU] = "gate_up",
         [KK__DB_W_Q] = "W_q",
         [KK__DB_W_K] = "W_k",
         [KK__DB_W_V] = "W_v",
@@ -57,6 +59,7 @@ const char *kk__dbuf_name(kk__dbuf b) {
         [KK__DB_W_DOWN] = "W_down",
         [KK__DB_W_IN_NORM] = "w_input_norm",
         [KK__DB_W_POST_NORM] = "w_post_norm",
+        [KK__DB_W_GATE_UP] = "W_gate_up",
     };
     return (unsigned)b < KK__DB_COUNT ? names[b] : "?";
 }
@@ -67,10 +70,41 @@ static void add(kk__dplan *p, const char *name, kk__dstep_op op, kk__dbuf i0, kk
     *s = (kk__dstep){name, op, {i0, i1, i2, i3}, {o0, o1, o2}};
 }
 
+int kk__dfp8_slot(kk__dbuf w) {
+    switch (w) {
+    case KK__DB_W_Q: return 0;
+    case KK__DB_W_K: return 1;
+    case KK__DB_W_V: return 2;
+    case KK__DB_W_O: return 3;
+    case KK__DB_W_GATE_UP: return 4;
+    case KK__DB_W_DOWN: return 5;
+    default: return -1;
+    }
+}
+
+int kk__dstep_capturable(const kk__dstep *s) {
+    switch (s->op) {
+    case KK__DS_ATTENTION: /* its key range is the cache length, passed by the host */
+    case KK__DS_ROPE:      /* position offset L from the host */
+    case KK__DS_KV_WRITE:  /* cache rows L .. L + S */
+    case KK__DS_ALL_REDUCE: return 0;
+    default: return 1; /* rope_kv_append reads the lengths on the device */
+    }
+}
+
+/* The aggressive level's FP8 plan: balanced's fusions with the projections as
+ * kk_fp8_linear (gate and up stacked into one weight, then kk_silu_mul on the
+ * packed [T, 2I] output; down_proj's residual in fp8_linear's epilogue). */
+static void build_fp8(kk__dplan *p);
+
 #define N KK__DB_NONE
-void kk__dplan_build(kk_opt_level level, kk__dplan *p) {
+void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *p) {
     memset(p, 0, sizeof *p);
     p->level = level;
+    if (level == KK_OPT_AGGRESSIVE && fp8) {
+        build_fp8(p);
+        return;
+    }
     const int fused = level != KK_OPT_CONSERVATIVE;
     add(p, "input_norm", KK__DS_RMSNORM, KK__DB_RES, KK__DB_W_IN_NORM, N, N, KK__DB_XN, N, N);
     add(p, "q_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
@@ -109,6 +143,27 @@ void kk__dplan_build(kk_opt_level level, kk__dplan *p) {
             KK__DB_SCRATCH, N);
     }
 }
+
+static void build_fp8(kk__dplan *p) {
+    p->fp8 = 1;
+    add(p, "input_norm", KK__DS_RMSNORM, KK__DB_RES, KK__DB_W_IN_NORM, N, N, KK__DB_XN, N, N);
+    add(p, "q_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
+    add(p, "k_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_K, N, N, KK__DB_KT, N, N);
+    add(p, "v_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_V, N, N, KK__DB_VT, N, N);
+    add(p, "layout q", KK__DS_LAYOUT, KK__DB_QT, N, N, N, KK__DB_Q, N, N);
+    add(p, "layout k", KK__DS_LAYOUT, KK__DB_KT, N, N, N, KK__DB_K, N, N);
+    add(p, "layout v", KK__DS_LAYOUT, KK__DB_VT, N, N, N, KK__DB_V, N, N);
+    add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_Q, KK__DB_K, KK__DB_V, N, KK__DB_QR,
+        KK__DB_KC, KK__DB_VC);
+    add(p, "attention", KK__DS_ATTENTION, KK__DB_QR, KK__DB_KC, KK__DB_VC, N, KK__DB_OT, N, N);
+    add(p, "o_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_OT, KK__DB_W_O, N, N, KK__DB_A, N, N);
+    add(p, "residual + post_norm", KK__DS_ADD_RMSNORM, KK__DB_A, KK__DB_RES, KK__DB_W_POST_NORM, N,
+        KK__DB_RES, KK__DB_XN, N);
+    add(p, "gate_up (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_GATE_UP, N, N, KK__DB_GU, N, N);
+    add(p, "silu_mul", KK__DS_SILU_MUL, KK__DB_GU, N, N, N, KK__DB_ACT, N, N);
+    add(p, "down_proj (fp8) + residual", KK__DS_FP8_LINEAR, KK__DB_ACT, KK__DB_W_DOWN, KK__DB_RES,
+        N, KK__DB_RES, N, N);
+}
 #undef N
 
 static const char *level_note(kk_opt_level level) {
@@ -119,7 +174,7 @@ static const char *level_note(kk_opt_level level) {
     case KK_OPT_BALANCED:
         return "fused: rope + kv append, residual + rmsnorm, gate/up + silu (swiglu), "
                "down_proj + residual";
-    default: return "the same plan as balanced: FP8 GEMMs and CUDA graphs are not implemented yet";
+    default: return "balanced's fusions, FP8 projections, CUDA graphs of the decode step";
     }
 }
 
@@ -163,11 +218,31 @@ char *kk__dplan_text(const kk__dplan *p, const kk_model_config *c, const char *d
         (long long)c->num_key_value_heads, (long long)c->head_dim, (long long)c->intermediate_size);
     put(&s, &len, &cap, &ok,
         "  (layout steps are [B,S,H,D] -> [B,H,S,D] copies, skipped when S = 1)\n");
+    if (p->level == KK_OPT_AGGRESSIVE) {
+        if (p->fp8)
+            put(&s, &len, &cap, &ok,
+                "  fp8: the (fp8) steps are kk_fp8_linear: weights e4m3 with 128x128 block "
+                "scales, quantized once at create (the %s weights not kept); activations "
+                "quantized per 1x128 group of a token on the fly; f32 accumulation\n",
+                kk_dtype_name(dtype));
+        else
+            put(&s, &len, &cap, &ok, "  fp8: off (%s): the projections are balanced's\n",
+                p->fp8_why ? p->fp8_why : "not allowed");
+        if (p->graphs)
+            put(&s, &len, &cap, &ok,
+                "  cuda graphs: each decode step (S = 1) replayed as graphs captured once per "
+                "batch size: the steps between two attentions in one graph, attention (its "
+                "key range is the cache length) launched between them\n");
+        else
+            put(&s, &len, &cap, &ok, "  cuda graphs: off (%s)\n",
+                p->graphs_why ? p->graphs_why : "not on this device");
+    }
     for (int i = 0; i < p->n; i++) {
         const kk__dstep *st = &p->steps[i];
         put(&s, &len, &cap, &ok, "  %2d  %-22s %-19s", i + 1, st->name, kk__dstep_op_name(st->op));
         for (int k = 0; k < KK__DSTEP_MAX_IN && st->in[k]; k++)
-            put(&s, &len, &cap, &ok, "%s%s", k ? ", " : "", kk__dbuf_name(st->in[k]));
+            put(&s, &len, &cap, &ok, "%s%s%s", k ? ", " : "", kk__dbuf_name(st->in[k]),
+                st->op == KK__DS_FP8_LINEAR && k == 1 ? ":fp8" : "");
         put(&s, &len, &cap, &ok, " ->");
         for (int k = 0; k < KK__DSTEP_MAX_OUT && st->out[k]; k++)
             put(&s, &len, &cap, &ok, "%s%s", k ? ", " : " ", kk__dbuf_name(st->out[k]));

@@ -139,3 +139,34 @@ kk_status kk_decoder_create_tp(const kk_model *model, const char *device, kk_opt
 }
 
 int kk_decoder_tp_size(const kk_decoder *d) { return d ? d->tp_size : 1; }
+
+kk_status kk_decoder_set_tp_overlap(kk_decoder *d, kk_tp_overlap mode) {
+    kk_status st = KK__CHECK_NOT_NULL(d);
+    if (st != KK_OK) return st;
+    if (mode != KK_TP_OVERLAP_AUTO && mode != KK_TP_OVERLAP_OFF && mode != KK_TP_OVERLAP_ON)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "mode",
+                             "KK_TP_OVERLAP_AUTO, _OFF or _ON", "%d", (int)mode);
+    d->overlap = mode;
+    return KK_OK;
+}
+
+kk_tp_overlap kk_decoder_tp_overlap(const kk_decoder *d) {
+    return d ? d->overlap : KK_TP_OVERLAP_AUTO;
+}
+
+const char *kk_tp_overlap_name(kk_tp_overlap mode) {
+    return mode == KK_TP_OVERLAP_OFF ? "off" : mode == KK_TP_OVERLAP_ON ? "on" : "auto";
+}
+
+kk_status kk_tp_overlap_parse(const char *text, kk_tp_overlap *out) {
+    kk_status st = KK__CHECK_NOT_NULL(out);
+    if (st != KK_OK) return st;
+    static const kk_tp_overlap modes[] = {KK_TP_OVERLAP_AUTO, KK_TP_OVERLAP_OFF, KK_TP_OVERLAP_ON};
+    for (int i = 0; text && i < 3; i++)
+        if (strcmp(text, kk_tp_overlap_name(modes[i])) == 0) {
+            *out = modes[i];
+            return KK_OK;
+        }
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, __func__, "text", "auto, off or on", "\"%.40s\"",
+                         text ? text : "(null)");
+}

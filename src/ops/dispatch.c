@@ -208,6 +208,11 @@ static _Thread_local kk_op_kernel_fn thread_kernel_override;
 
 void kk__op_run_set_thread_override(kk_op_kernel_fn kernel) { thread_kernel_override = kernel; }
 
+/* ---- no CPU fallback on this thread (a CUDA graph capture) ---- */
+static _Thread_local int thread_strict;
+
+void kk__op_run_set_thread_strict(int on) { thread_strict = on; }
+
 kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_stream stream,
                           kk_op_kernel_fn override, unsigned flags) {
     kk_op_tensor want[KK_OP_MAX_TENSORS];
@@ -217,7 +222,8 @@ kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_s
     const kk_tensor *t0 = tensors[0];
     if (!override) override = thread_kernel_override; /* the host-overhead benchmark's */
     const kk_op_kernel_fn kernel = override ? override : kk__op_slot(p->op, t0->device_kind).run;
-    const int can_fall_back = !(flags & KK__RUN_STRICT) && t0->device_kind != KK_BACKEND_CPU &&
+    const int can_fall_back = !(flags & KK__RUN_STRICT) && !thread_strict &&
+                              t0->device_kind != KK_BACKEND_CPU &&
                               kk__op_slot(p->op, KK_BACKEND_CPU).run;
     if (!kernel) {
         if (can_fall_back) return fall_back(p, tensors, stream, n, want, "no kernel for this op");

@@ -23,6 +23,12 @@ kk_status kk__op_run_with(const kk_op_params *p, kk_tensor *const *tensors, kk_s
  * nothing). NULL clears it. */
 void kk__op_run_set_thread_override(kk_op_kernel_fn kernel);
 
+/* While on (per thread), kk_op_run never falls back to the CPU: a kernel that
+ * declines is KK_ERR_UNSUPPORTED. The decoder sets it while it captures a CUDA
+ * graph, whose work must all be enqueued on the capturing stream (a fallback
+ * would copy and compute on the host instead, outside the graph). */
+void kk__op_run_set_thread_strict(int on);
+
 /* Test hooks, on a test's own copy of a row (kk_op row = *op): from now on
  * `backend` runs `kernel` for it (NULL: no kernel) wherever the row is used
  * (kk_op_run, the checker, the runner); the other backends keep theirs.
