@@ -2,7 +2,9 @@
 # labels: unit cpu
 # kernelkit model: a one-layer model written here (hidden 32, two heads of 16,
 # one KV head; safetensors by hand, zero weights) run at each level on the
-# CPU: the plan, the prefill and decode lines; usage and run-time errors.
+# CPU: the plan, the prefill and decode lines; usage and run-time errors;
+# --input/--save (.npy by hand): with zero weights a layer adds nothing to the
+# residual stream, so the saved output equals the input (f32 and bf16 files).
 set -uo pipefail
 cli=$1
 . "$(dirname "$0")/cli_check.sh"
@@ -29,5 +31,31 @@ check bad-opt      2 "unknown option '--bogus'"                -- "$cli" model -
 check no-value     2 "--batch needs a value"                   -- "$cli" model "$model" --batch
 check bad-device   1 "building the decoder"                    -- "$cli" model "$model" --device tpu
 check missing      1 "nope/config.json: cannot open"           -- "$cli" model "$tmp/nope"
-echo "$((16 - fails)) passed, $fails failed"
+
+# write_npy FILE DESCR SHAPE BYTE... : a .npy 1.0 file, the element bytes
+# repeated for every element of SHAPE ("1, 4, 32").
+write_npy() {
+  local f=$1 descr=$2 shape=$3 n=1 d elem hdr; shift 3
+  for d in ${shape//,/ }; do n=$((n * d)); done
+  hdr="{'descr': '$descr', 'fortran_order': False, 'shape': ($shape), }"
+  while (((10 + ${#hdr} + 1) % 64)); do hdr+=" "; done
+  printf '\x93NUMPY\x01\x00' >"$f"
+  printf "$(printf '\\%03o' $(((${#hdr} + 1) & 255)) $(((${#hdr} + 1) >> 8)))" >>"$f"
+  printf '%s\n' "$hdr" >>"$f"
+  elem=$(printf '\\%03o' "$@")
+  for ((d = 0; d < n; d++)); do printf "$elem"; done >>"$f"
+}
+write_npy "$tmp/x.npy" "<f4" "1, 4, 32" 0 0 192 63      # 1.5f
+write_npy "$tmp/xb.npy" "<V2" "1, 4, 32" 192 63         # 1.5 in bf16 (np.save of ml_dtypes)
+write_npy "$tmp/xi.npy" "<i4" "1, 4, 32" 1 0 0 0
+check input-save   0 "^prefill  B=1 S=4"  -- "$cli" model "$model" -p 4 -n 1 --no-profile --input "$tmp/x.npy" --save "$tmp/y.npy"
+check input-same   0 "^same$" -- bash -c "cmp <(tail -c 512 '$tmp/y.npy') <(tail -c 512 '$tmp/x.npy') && grep -qa \"'shape': (1, 4, 32)\" '$tmp/y.npy' && echo same"
+check input-bf16   0 "^prefill  B=1 S=4"  -- "$cli" model "$model" -l conservative -p 4 -n 0 --no-profile --input "$tmp/xb.npy" --save "$tmp/yb.npy"
+check bf16-same    0 "^same$" -- bash -c "cmp '$tmp/yb.npy' '$tmp/y.npy' && echo same"
+check input-shape  2 "--input .*x.npy: shape \[1, 4, 32\], expected \[2, 4, 32\] \(--batch, --prefill" -- "$cli" model "$model" -b 2 -p 4 --no-profile --input "$tmp/x.npy"
+check input-dtype  1 "--input .*xi.npy: dtype '<i4': expected float32, bfloat16 or float16" -- "$cli" model "$model" -p 4 --no-profile --input "$tmp/xi.npy"
+check input-none   1 "--input .*nope.npy: " -- "$cli" model "$model" -p 4 --no-profile --input "$tmp/nope.npy"
+check save-bad     1 "--save .*nodir/y.npy: " -- "$cli" model "$model" -p 4 --no-profile --input "$tmp/x.npy" --save "$tmp/nodir/y.npy"
+check input-tp     2 "--input: not with --tp" -- "$cli" model "$model" --tp 2 --input "$tmp/x.npy"
+echo "$((25 - fails)) passed, $fails failed"
 [ $fails = 0 ]

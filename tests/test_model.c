@@ -517,6 +517,26 @@ static void config_defaults_and_rope(void **state) {
     assert_int_equal(c.rope.scaling, KK_ROPE_SCALING_LLAMA3);
     assert_true(c.rope.factor == 32.0);
     assert_int_equal(c.rope.original_max_position, 8192);
+    /* transformers 5 writes rope_parameters (theta and scaling in one object);
+     * it wins over the top-level fields (issue 19: missed, the rope ran at the
+     * default theta 10000 against transformers' 500000) */
+    kk_assert_ok(load_config("{" BASE HEADS ", \"rope_theta\": 1000, \"rope_parameters\": "
+                             "{\"rope_theta\": 500000.0, \"rope_type\": \"default\"}}",
+                             &c));
+    assert_true(c.rope.theta == 500000.0);
+    assert_int_equal(c.rope.scaling, KK_ROPE_SCALING_NONE);
+    kk_assert_ok(load_config("{" BASE HEADS ", \"rope_parameters\": {\"rope_type\": \"llama3\", "
+                             "\"rope_theta\": 500000.0, \"factor\": 8, \"low_freq_factor\": 1, "
+                             "\"high_freq_factor\": 4, \"original_max_position_embeddings\": "
+                             "8192}}",
+                             &c));
+    assert_true(c.rope.theta == 500000.0);
+    assert_int_equal(c.rope.scaling, KK_ROPE_SCALING_LLAMA3);
+    assert_true(c.rope.factor == 8.0);
+    assert_int_equal(c.rope.original_max_position, 8192);
+    kk_assert_ok(load_config("{" BASE HEADS ", \"rope_parameters\": {\"rope_theta\": 20000}}", &c));
+    assert_true(c.rope.theta == 20000.0);
+    assert_int_equal(c.rope.scaling, KK_ROPE_SCALING_NONE);
 }
 
 static void bad_configs_are_named(void **state) {
@@ -567,6 +587,13 @@ static void bad_configs_are_named(void **state) {
          "\"low_freq_factor\": 1, \"high_freq_factor\": 4, "
          "\"original_max_position_embeddings\": 8192.5}}",
          KK_ERR_CONFIG, "rope_scaling.original_max_position_embeddings = 8192.5", NULL},
+        {"{" BASE HEADS ", \"rope_parameters\": {\"rope_theta\": 0.5}}", KK_ERR_CONFIG,
+         "rope_parameters.rope_theta = 0.5", NULL},
+        {"{" BASE HEADS ", \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
+         KK_ERR_UNSUPPORTED, "rope_parameters.rope_type = \"yarn\"", NULL},
+        {"{" BASE HEADS ", \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8}}",
+         KK_ERR_CONFIG, "rope_parameters.low_freq_factor = (missing)", NULL},
+        {"{" BASE HEADS ", \"rope_parameters\": 5}", KK_ERR_CONFIG, "rope_parameters = 5", NULL},
         {"{" BASE HEADS ", \"model_type\": \"qwen2\"}", KK_ERR_UNSUPPORTED,
          "model_type = \"qwen2\": expected \"llama\"", NULL},
         {"{" BASE HEADS ", \"attention_bias\": true}", KK_ERR_UNSUPPORTED, "attention_bias = true",

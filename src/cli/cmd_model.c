@@ -8,8 +8,12 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "kernelkit/dtype.h"
+#include "kernelkit/npy.h"
 
 #define CLI_MODEL_NO_GRAPHS_OPT 1900 /* --no-graphs: above cli.h's CLI_MODEL_* */
+#define CLI_MODEL_INPUT_OPT 1901     /* --input X.npy */
+#define CLI_MODEL_SAVE_OPT 1902      /* --save Y.npy */
 
 static void model_help(FILE *out) {
     fprintf(out, "Usage: kernelkit model DIR [--level L] [--device D] [--batch B] [--prefill N]\n"
@@ -18,6 +22,7 @@ static void model_help(FILE *out) {
                  "                       [--ceilings FILE] [--launch-floor-us X]\n"
                  "                       [--profile-time S] [--no-compare] [--output FILE]\n"
                  "                       [--report FILE.md] [--no-graphs]\n"
+                 "                       [--input X.npy] [--save Y.npy]\n"
                  "\n"
                  "Load the Llama-family model in folder DIR, build its decoder layers at level L\n"
                  "on device D, print the plan (every op call of a layer), then run random hidden\n"
@@ -42,6 +47,13 @@ static void model_help(FILE *out) {
                  "                    1024+ tokens, where it was measured faster)\n"
                  "  --no-graphs       aggressive on CUDA: decode steps eager, not replayed as\n"
                  "                    CUDA graphs (the same kernels; docs/model.md)\n"
+                 "  --input X.npy     the prefill's hidden states from X.npy instead of random\n"
+                 "                    ones: [B, N, hidden] (--batch, --prefill, the model's\n"
+                 "                    hidden size), float32, bfloat16 or float16, converted to\n"
+                 "                    the decoder's dtype (not with --tp)\n"
+                 "  --save Y.npy      write the prefill's output hidden states [B, N, hidden] to\n"
+                 "                    Y.npy as float32 (not with --tp; scripts/\n"
+                 "                    compare_transformers.py compares them with transformers)\n"
                  "\n"
                  "Cost model (docs/model.md, \"Cost model\"; not with --tp): first a profiled\n"
                  "prefill and decode step: each step of layer 0 timed with the benchmark\n"
@@ -95,6 +107,73 @@ kk_status cli_model_random_hidden(const char *device, kk_dtype dtype, int64_t B,
     return st;
 }
 
+/* --input: the prefill's hidden states [B,S,hidden] from a .npy file (f32,
+ * bf16 or f16; a 2-byte raw void, what np.save writes for ml_dtypes' bfloat16,
+ * is taken as bf16), converted to the decoder's dtype, on its device. */
+static int load_input(const char *path, const char *device, kk_dtype dtype, int64_t B, int64_t S,
+                      int64_t hidden, kk_tensor **out) {
+    char what[1100];
+    kk_npy_array a;
+    *out = NULL;
+    snprintf(what, sizeof what, "--input %s", path);
+    if (kk_npy_read_file(path, &a) != KK_OK) return cli_fail("model", what);
+    if (a.dtype != KK_DTYPE_F32 && a.dtype != KK_DTYPE_BF16 && a.dtype != KK_DTYPE_F16 &&
+        !(a.itemsize == 2 && a.dtype == KK_NPY_DTYPE_NONE && a.descr[1] == 'V' &&
+          kk_npy_reinterpret(&a, KK_DTYPE_BF16) == KK_OK)) {
+        fprintf(stderr, "kernelkit model: %s: dtype '%s': expected float32, bfloat16 or float16\n",
+                what, a.descr);
+        kk_npy_free(&a);
+        return CLI_FAILED;
+    }
+    if (a.ndim != 3 || a.shape[0] != B || a.shape[1] != S || a.shape[2] != hidden) {
+        char got[160] = "";
+        for (int i = 0; i < a.ndim; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "",
+                     (long long)a.shape[i]);
+        kk_npy_free(&a);
+        return cli_usage_error("model",
+                               "%s: shape [%s], expected [%lld, %lld, %lld] (--batch, "
+                               "--prefill, the model's hidden size)",
+                               what, got, (long long)B, (long long)S, (long long)hidden);
+    }
+    const int64_t shape[3] = {B, S, hidden};
+    kk_tensor *h = NULL;
+    kk_status st = kk_tensor_create("cpu", dtype, 3, shape, &h);
+    if (st == KK_OK) st = kk_convert_host(a.data, a.dtype, h->data, dtype, a.count);
+    kk_npy_free(&a);
+    if (st == KK_OK && strcmp(device, "cpu") != 0) {
+        kk_tensor *d = NULL;
+        st = kk_tensor_create(device, dtype, 3, shape, &d);
+        if (st == KK_OK) st = kk_tensor_copy(d, h);
+        kk_tensor_destroy(h);
+        h = d;
+    }
+    if (st != KK_OK) {
+        kk_tensor_destroy(h);
+        return cli_fail("model", what);
+    }
+    *out = h;
+    return CLI_OK;
+}
+
+/* --save: y (the decoder's dtype, any device) to a float32 .npy file. */
+static int save_output(const char *path, const kk_tensor *y) {
+    char what[1100];
+    kk_tensor *h = NULL;
+    kk_npy_array o;
+    int have = 0;
+    snprintf(what, sizeof what, "--save %s", path);
+    kk_status st = kk_tensor_create("cpu", y->dtype, y->ndim, y->shape, &h);
+    if (st == KK_OK) st = kk_tensor_copy(h, y);
+    if (st == KK_OK)
+        st = kk_npy_array_init(&o, KK_DTYPE_F32, y->ndim, y->shape), have = st == KK_OK;
+    if (st == KK_OK) st = kk_convert_host(h->data, y->dtype, o.data, KK_DTYPE_F32, o.count);
+    if (st == KK_OK) st = kk_npy_write_file(path, &o);
+    kk_tensor_destroy(h);
+    if (have) kk_npy_free(&o);
+    return st == KK_OK ? CLI_OK : cli_fail("model", what);
+}
+
 static int parse_count(const char *opt, const char *text, long lo, long hi, long *out) {
     char *end;
     long v = strtol(text, &end, 10);
@@ -105,23 +184,29 @@ static int parse_count(const char *opt, const char *text, long lo, long hi, long
     return CLI_OK;
 }
 
-/* One call through the decoder with its time and a progress line. */
+/* One call through the decoder with its time and a progress line; the input
+ * hidden states `given` (NULL: random ones), the output written to `save`
+ * (NULL: not). */
 static int timed(kk_decoder *d, const char *device, int64_t B, int64_t S, int64_t hidden,
-                 uint64_t *rng, const char *what, double *ms) {
+                 uint64_t *rng, const char *what, double *ms, const kk_tensor *given,
+                 const char *save) {
     kk_tensor *x = NULL, *y = NULL;
-    kk_status st = cli_model_random_hidden(device, kk_decoder_dtype(d), B, S, hidden, rng, &x);
-    if (st == KK_OK) st = kk_tensor_create(device, kk_decoder_dtype(d), 3, x->shape, &y);
+    kk_status st =
+        given ? KK_OK : cli_model_random_hidden(device, kk_decoder_dtype(d), B, S, hidden, rng, &x);
+    const kk_tensor *in = given ? given : x;
+    if (st == KK_OK) st = kk_tensor_create(device, kk_decoder_dtype(d), 3, in->shape, &y);
     if (st != KK_OK) {
         kk_tensor_destroy(x);
         return cli_fail("model", "making the hidden states");
     }
     const double t0 = now_ms();
-    st =
-        S == 1 && kk_decoder_length(d) > 0 ? kk_decoder_step(d, x, y) : kk_decoder_prefill(d, x, y);
+    st = S == 1 && kk_decoder_length(d) > 0 ? kk_decoder_step(d, in, y)
+                                            : kk_decoder_prefill(d, in, y);
     *ms = now_ms() - t0;
+    int rc = st == KK_OK ? CLI_OK : cli_fail("model", what);
+    if (rc == CLI_OK && save) rc = save_output(save, y);
     kk_tensor_destroy(x), kk_tensor_destroy(y);
-    if (st != KK_OK) return cli_fail("model", what);
-    return CLI_OK;
+    return rc;
 }
 
 static int model_run(int argc, char **argv) {
@@ -142,10 +227,12 @@ static int model_run(int argc, char **argv) {
         {"report", required_argument, NULL, CLI_MODEL_REPORT},
         {"tp-overlap", required_argument, NULL, CLI_MODEL_TP_OVERLAP},
         {"no-graphs", no_argument, NULL, CLI_MODEL_NO_GRAPHS_OPT},
+        {"input", required_argument, NULL, CLI_MODEL_INPUT_OPT},
+        {"save", required_argument, NULL, CLI_MODEL_SAVE_OPT},
         {NULL, 0, NULL, 0}};
     cli_model_cost cost; /* cmd_model_cost.c */
     cli_model_cost_default(&cost);
-    const char *device = "cpu";
+    const char *device = "cpu", *input = NULL, *save = NULL;
     kk_opt_level level = KK_OPT_BALANCED;
     long batch = 1, prefill = 16, decode = 4, seed = 1, tp = 1;
     kk_tp_overlap overlap = KK_TP_OVERLAP_AUTO;
@@ -172,6 +259,8 @@ static int model_run(int argc, char **argv) {
                                        optarg);
             break;
         case CLI_MODEL_NO_GRAPHS_OPT: no_graphs = 1; break;
+        case CLI_MODEL_INPUT_OPT: input = optarg; break;
+        case CLI_MODEL_SAVE_OPT: save = optarg; break;
         case ':': return cli_usage_error("model", "%s needs a value", argv[optind - 1]);
         default:
             if (cli_model_cost_option(&cost, c, optarg, &rc)) break;
@@ -183,6 +272,8 @@ static int model_run(int argc, char **argv) {
     if (optind + 1 < argc)
         return cli_usage_error("model", "unexpected argument '%s'", argv[optind + 1]);
     const char *dir = argv[optind];
+    if (tp > 1 && (input || save))
+        return cli_usage_error("model", "%s: not with --tp", input ? "--input" : "--save");
     if (cli_tp_launching(tp, device)) return cli_tp_launch("model", (int)tp, device);
     device = cli_tp_device(device); /* a launched rank's own GPU */
     kk_model *m = NULL;
@@ -198,6 +289,13 @@ static int model_run(int argc, char **argv) {
     }
     if (tp == 1) kk_model_close(m); /* the decoder keeps what it needs (TP: the other ranks too) */
     if (no_graphs) (void)kk_decoder_set_graphs(d, 0);
+    kk_tensor *given = NULL;
+    if (input &&
+        (rc = load_input(input, device, kk_decoder_dtype(d), batch, prefill, hidden, &given))) {
+        kk_decoder_free(d);
+        cli_tp_finish("model");
+        return rc;
+    }
     printf("Model: %s\n%s\n", dir, kk_decoder_plan_text(d));
     if (tp > 1)
         printf("  overlap of the all-reduces (--tp-overlap): %s\n", kk_tp_overlap_name(overlap));
@@ -207,13 +305,15 @@ static int model_run(int argc, char **argv) {
     uint64_t rng = (uint64_t)seed * 2654435761u + 1;
     const int tty = isatty(fileno(stderr));
     double ms = 0, total = 0, first = 0;
-    if (rc == CLI_OK) rc = timed(d, device, batch, prefill, hidden, &rng, "prefill", &ms);
+    if (rc == CLI_OK)
+        rc = timed(d, device, batch, prefill, hidden, &rng, "prefill", &ms, given, save);
+    kk_tensor_destroy(given);
     if (rc == CLI_OK)
         printf("prefill  B=%ld S=%ld: %10.3f ms (%.0f tokens/s)\n", batch, prefill, ms,
                batch * prefill / (ms / 1e3));
     for (long i = 0; rc == CLI_OK && i < decode; i++) {
         if (tty) fprintf(stderr, "\rdecode step %ld/%ld ...", i + 1, decode);
-        rc = timed(d, device, batch, 1, hidden, &rng, "decode step", &ms);
+        rc = timed(d, device, batch, 1, hidden, &rng, "decode step", &ms, NULL, NULL);
         if (rc != CLI_OK) break;
         total += ms;
         if (i == 0) first = ms;

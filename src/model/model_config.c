@@ -119,15 +119,19 @@ static kk_status parse_dtype(const cf_ctx *c, const cJSON *root, kk_model_config
     return bad(c, KK_ERR_UNSUPPORTED, key, v, "\"float32\", \"float16\" or \"bfloat16\"");
 }
 
-/* rope_scaling: null, {"rope_type": "default"} or Llama 3's, with kk_rope's ranges. */
-static kk_status parse_rope_scaling(const cf_ctx *c, const cJSON *root, kk_rope_options *r) {
-    const cJSON *rs = get(root, "rope_scaling");
+/* rope_scaling (or transformers 5's rope_parameters, named `name`): null,
+ * {"rope_type": "default"} or Llama 3's, with kk_rope's ranges. */
+static kk_status parse_rope_scaling(const cf_ctx *c, const cJSON *rs, const char *name,
+                                    kk_rope_options *r) {
+    char field[96], f2[96], f3[96], f4[96];
     if (!rs) return KK_OK;
     if (!cJSON_IsObject(rs))
-        return bad(c, KK_ERR_CONFIG, "rope_scaling", rs, "null or an object with \"rope_type\"");
+        return bad(c, KK_ERR_CONFIG, name, rs, "null or an object with \"rope_type\"");
     const cJSON *type = get(rs, "rope_type");
-    const char *field = "rope_scaling.rope_type";
-    if (!type && (type = get(rs, "type"))) field = "rope_scaling.type"; /* the older name */
+    snprintf(field, sizeof field, "%s.rope_type", name);
+    if (!type && (type = get(rs, "type")))
+        snprintf(field, sizeof field, "%s.type", name);              /* the older name */
+    if (!type && strcmp(name, "rope_parameters") == 0) return KK_OK; /* rope_theta alone */
     if (!cJSON_IsString(type))
         return bad(c, KK_ERR_CONFIG, field, type, "\"default\" or \"llama3\"");
     if (strcmp(type->valuestring, "default") == 0) return KK_OK;
@@ -136,22 +140,22 @@ static kk_status parse_rope_scaling(const cf_ctx *c, const cJSON *root, kk_rope_
                    "\"default\" or \"llama3\" (the scalings kk_rope implements)");
     double old = 0;
     kk_status st;
-    if ((st = get_num(c, rs, "rope_scaling.factor", "factor", 1, 0, 1e-3, 0, 1e4, &r->factor)) ||
-        (st = get_num(c, rs, "rope_scaling.low_freq_factor", "low_freq_factor", 1, 0, 1e-3, 0, 1e4,
-                      &r->low_freq_factor)) ||
-        (st = get_num(c, rs, "rope_scaling.high_freq_factor", "high_freq_factor", 1, 0, 1e-3, 0,
-                      1e4, &r->high_freq_factor)) ||
-        (st = get_num(c, rs, "rope_scaling.original_max_position_embeddings",
-                      "original_max_position_embeddings", 1, 0, 1, 0, 16777216.0, &old)))
+    snprintf(field, sizeof field, "%s.factor", name);
+    snprintf(f2, sizeof f2, "%s.low_freq_factor", name);
+    snprintf(f3, sizeof f3, "%s.high_freq_factor", name);
+    snprintf(f4, sizeof f4, "%s.original_max_position_embeddings", name);
+    if ((st = get_num(c, rs, field, "factor", 1, 0, 1e-3, 0, 1e4, &r->factor)) ||
+        (st = get_num(c, rs, f2, "low_freq_factor", 1, 0, 1e-3, 0, 1e4, &r->low_freq_factor)) ||
+        (st = get_num(c, rs, f3, "high_freq_factor", 1, 0, 1e-3, 0, 1e4, &r->high_freq_factor)) ||
+        (st = get_num(c, rs, f4, "original_max_position_embeddings", 1, 0, 1, 0, 16777216.0, &old)))
         return st;
     if (old != floor(old))
-        return bad(c, KK_ERR_CONFIG, "rope_scaling.original_max_position_embeddings",
-                   get(rs, "original_max_position_embeddings"), "an integer from 1 to 16777216");
+        return bad(c, KK_ERR_CONFIG, f4, get(rs, "original_max_position_embeddings"),
+                   "an integer from 1 to 16777216");
     if (!(r->high_freq_factor > r->low_freq_factor)) {
         char expected[64];
         snprintf(expected, sizeof expected, "more than low_freq_factor = %g", r->low_freq_factor);
-        return bad(c, KK_ERR_CONFIG, "rope_scaling.high_freq_factor", get(rs, "high_freq_factor"),
-                   expected);
+        return bad(c, KK_ERR_CONFIG, f3, get(rs, "high_freq_factor"), expected);
     }
     r->original_max_position = (int64_t)old;
     r->scaling = KK_ROPE_SCALING_LLAMA3;
@@ -210,7 +214,17 @@ static kk_status parse(const cf_ctx *c, const cJSON *root, kk_model_config *g) {
     g->rope.rotary_dim = g->head_dim;
     if ((st = get_num(c, root, "rope_theta", "rope_theta", 0, 10000.0, 1, 0, 1e9, &g->rope.theta)))
         return st;
-    return parse_rope_scaling(c, root, &g->rope);
+    /* transformers 5 writes rope_theta and the scaling as one object,
+     * rope_parameters (which then wins over the top-level fields) */
+    const cJSON *rp = get(root, "rope_parameters");
+    if (rp) {
+        if (!cJSON_IsObject(rp)) return bad(c, KK_ERR_CONFIG, "rope_parameters", rp, "an object");
+        if ((st = get_num(c, rp, "rope_parameters.rope_theta", "rope_theta", 0, g->rope.theta, 1, 0,
+                          1e9, &g->rope.theta)))
+            return st;
+        return parse_rope_scaling(c, rp, "rope_parameters", &g->rope);
+    }
+    return parse_rope_scaling(c, get(root, "rope_scaling"), "rope_scaling", &g->rope);
 }
 
 kk_status kk__model_config_load(const char *func, const char *path, kk_model_config *out) {
