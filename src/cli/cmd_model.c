@@ -71,6 +71,19 @@ static void model_help(FILE *out) {
                  "  -h, --help        show this help\n");
 }
 
+/* *h (a host tensor) moved to device: a copy there, the host one freed (on
+ * failure too, *h then NULL); nothing to do on the CPU. */
+static kk_status to_device(const char *device, kk_tensor **h) {
+    if (strcmp(device, "cpu") == 0) return KK_OK;
+    kk_tensor *d = NULL;
+    kk_status st = kk_tensor_create(device, (*h)->dtype, (*h)->ndim, (*h)->shape, &d);
+    if (st == KK_OK) st = kk_tensor_copy(d, *h);
+    kk_tensor_destroy(*h);
+    if (st != KK_OK) kk_tensor_destroy(d), d = NULL;
+    *h = d;
+    return st;
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -95,13 +108,7 @@ kk_status cli_model_random_hidden(const char *device, kk_dtype dtype, int64_t B,
     }
     if (st == KK_OK) st = kk_convert(f, h, NULL);
     kk_tensor_destroy(f);
-    if (st == KK_OK && strcmp(device, "cpu") != 0) {
-        kk_tensor *d = NULL;
-        st = kk_tensor_create(device, dtype, 3, shape, &d);
-        if (st == KK_OK) st = kk_tensor_copy(d, h);
-        kk_tensor_destroy(h);
-        h = d;
-    }
+    if (st == KK_OK) st = to_device(device, &h);
     if (st != KK_OK) kk_tensor_destroy(h), h = NULL;
     *out = h;
     return st;
@@ -141,13 +148,7 @@ static int load_input(const char *path, const char *device, kk_dtype dtype, int6
     kk_status st = kk_tensor_create("cpu", dtype, 3, shape, &h);
     if (st == KK_OK) st = kk_convert_host(a.data, a.dtype, h->data, dtype, a.count);
     kk_npy_free(&a);
-    if (st == KK_OK && strcmp(device, "cpu") != 0) {
-        kk_tensor *d = NULL;
-        st = kk_tensor_create(device, dtype, 3, shape, &d);
-        if (st == KK_OK) st = kk_tensor_copy(d, h);
-        kk_tensor_destroy(h);
-        h = d;
-    }
+    if (st == KK_OK) st = to_device(device, &h);
     if (st != KK_OK) {
         kk_tensor_destroy(h);
         return cli_fail("model", what);
