@@ -17,6 +17,7 @@
 
 #include "backend/timer.h"
 #include "core/threads.h"
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
 
@@ -132,15 +133,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static float dot
 #if KK__AMX_CODE
 /* 4 accumulators (tiles 0..3) fed by 2 a tiles and 2 b tiles loaded once:
  * each iteration 4 independent tdpbf16ps, 4 x 16384 FLOP. */
-typedef struct amx_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_config;
-static const amx_config k_amx_config
-    __attribute__((aligned(64))) = {.palette = 1,
-                                    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-                                    .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
 #define AMX_FLOPS_PER_ITER (4 * 16 * 16 * 32 * 2.0)
 
 __attribute__((target("amx-tile,amx-bf16"))) static float dot_amx(long iters, float seed) {
@@ -149,7 +141,7 @@ __attribute__((target("amx-tile,amx-bf16"))) static float dot_amx(long iters, fl
     for (int i = 0; i < 16 * 32; i++) in[i] = (uint16_t)(i & 1 ? 0x3f80 : 0x3580); /* 1, 2^-20 */
     for (int i = 0; i < 16 * 16; i++) out[i] = seed;
     __asm__ volatile("" ::: "memory"); /* tileloadd has no memory operand in gcc */
-    _tile_loadconfig(&k_amx_config);
+    _tile_loadconfig(&kk__amx_config_16x64);
     _tile_loadd(0, out, 64);
     _tile_loadd(1, out, 64);
     _tile_loadd(2, out, 64);

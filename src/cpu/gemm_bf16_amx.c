@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "cpu/cpu_gemm_internal.h"
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_isa.h"
 
 #if KK__AMX_CODE
@@ -95,18 +96,7 @@ static void tiles_end(void) {}
 #define TILE_ZERO(t) _tile_zero(t)
 #define TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
 
-/* palette 1, tiles 0..7 all 16 rows of 64 bytes */
-typedef struct amx_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_config;
-static const amx_config k_config
-    __attribute__((aligned(64))) = {.palette = 1,
-                                    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-                                    .rows = {16, 16, 16, 16, 16, 16, 16, 16}};
-
-TARGET_AMX static void tiles_begin(void) { _tile_loadconfig(&k_config); }
+TARGET_AMX static void tiles_begin(void) { _tile_loadconfig(&kk__amx_config_16x64); }
 TARGET_AMX static void tiles_end(void) { _tile_release(); }
 #endif
 
