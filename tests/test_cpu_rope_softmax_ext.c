@@ -449,6 +449,59 @@ static void kv_append_refuses_a_full_cache(void **state) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
 }
 
+/* q, k, v and q_out as strided views ([B,S,H,D] buffers seen as [B,H,S,D],
+ * what a decoder's projections give): the contiguous call's bits, every level;
+ * a strided cache is refused, naming it. */
+static void kv_append_strided_views(void **state) {
+    (void)state;
+    enum { B = 2, HQ = 4, HKV = 2, S = 3, SMAX = 8, D = 32 };
+    const int32_t lens[B] = {1, 5};
+    for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++)
+        for (int d = 0; d < 3; d++) {
+            kk__cpu_isa_cap(isa);
+            const kk_dtype dt = dtype_ids[d];
+            kk_tensor *qt = random_tensor(dt, 4, (int64_t[]){B, S, HQ, D}, 11);
+            kk_tensor *kt = random_tensor(dt, 4, (int64_t[]){B, S, HKV, D}, 12);
+            kk_tensor *vt = random_tensor(dt, 4, (int64_t[]){B, S, HKV, D}, 13);
+            kk_tensor *qot = tensor(dt, 4, (int64_t[]){B, S, HQ, D});
+            kk_tensor *q, *k, *v, *qo;
+            kk_assert_ok(kk_tensor_transpose(qt, 1, 2, &q));
+            kk_assert_ok(kk_tensor_transpose(kt, 1, 2, &k));
+            kk_assert_ok(kk_tensor_transpose(vt, 1, 2, &v));
+            kk_assert_ok(kk_tensor_transpose(qot, 1, 2, &qo));
+            assert_false(kk_tensor_is_contiguous(q));
+            kk_tensor *qc = copy_of(q), *kc_ = copy_of(k), *vc_ = copy_of(v);
+            kk_tensor *qoc = tensor(dt, 4, (int64_t[]){B, HQ, S, D});
+            kk_tensor *ln = int32_tensor(1, (int64_t[]){B}, lens);
+            kk_tensor *kc = random_tensor(dt, 4, (int64_t[]){B, HKV, SMAX, D}, 14);
+            kk_tensor *vc = random_tensor(dt, 4, (int64_t[]){B, HKV, SMAX, D}, 15);
+            kk_tensor *kc2 = copy_of(kc), *vc2 = copy_of(vc);
+            kk_assert_ok(kk_rope_kv_append(q, k, v, ln, kc, vc, qo, NULL, NULL));
+            kk_assert_ok(kk_rope_kv_append(qc, kc_, vc_, ln, kc2, vc2, qoc, NULL, NULL));
+            kk_tensor *qo_back = copy_of(qo); /* the view read back contiguously */
+            assert_memory_equal(qo_back->data, qoc->data, bytes_of(qoc));
+            assert_memory_equal(kc->data, kc2->data, bytes_of(kc));
+            assert_memory_equal(vc->data, vc2->data, bytes_of(vc));
+            kk_tensor *all[] = {qt,  kt,  vt,  qot, q,  k,  v,   qo,  qc,
+                                kc_, vc_, qoc, ln,  kc, vc, kc2, vc2, qo_back};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
+        }
+    kk__cpu_isa_cap(-1);
+    /* a cache seen through strides: refused, naming it */
+    const kk_dtype dt = KK_DTYPE_F32;
+    kk_tensor *q = random_tensor(dt, 4, (int64_t[]){1, 2, 1, 8}, 1);
+    kk_tensor *k = random_tensor(dt, 4, (int64_t[]){1, 1, 1, 8}, 2), *v = copy_of(k);
+    kk_tensor *big = random_tensor(dt, 4, (int64_t[]){1, 1, 4, 16}, 3), *kc = NULL;
+    kk_assert_ok(kk_tensor_slice(big, 3, 0, 8, 1, &kc)); /* rows of 8 in a row of 16 */
+    kk_tensor *vc = random_tensor(dt, 4, (int64_t[]){1, 1, 4, 8}, 4), *qo = copy_of(q);
+    kk_tensor *ln = int32_tensor(1, (int64_t[]){1}, (const int32_t[]){0});
+    kk_assert_status(kk_rope_kv_append(q, k, v, ln, kc, vc, qo, NULL, NULL),
+                     KK_ERR_INVALID_ARGUMENT);
+    kk_assert_contains(kk_last_error_message(), "k_cache");
+    kk_tensor *all[] = {q, k, v, big, kc, vc, qo, ln};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
+}
+
 /* The real kernel, then with bug_flag each sequence's appended rows moved one
  * row later (one earlier where the cache is full) in both caches, the row
  * they uncover given back its old content: right values, wrong offset. */
@@ -494,6 +547,7 @@ int main(void) {
         cmocka_unit_test(kv_append_passes),
         cmocka_unit_test(kv_append_by_hand),
         cmocka_unit_test(kv_append_refuses_a_full_cache),
+        cmocka_unit_test(kv_append_strided_views),
         cmocka_unit_test(kv_append_wrong_offset_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -495,9 +495,6 @@ static void test_plan(void **state) {
                                       "q_proj",
                                       "k_proj",
                                       "v_proj",
-                                      "layout q",
-                                      "layout k",
-                                      "layout v",
                                       "rope + kv append",
                                       "attention",
                                       "o_proj",
@@ -512,10 +509,11 @@ static void test_plan(void **state) {
     printf("%s", kk_decoder_plan_text(d));
     kk_decoder_free(d);
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_BALANCED, 1, 8, &d));
-    expect_steps(d, bal, 13);
+    expect_steps(d, bal, 10);
     kk_assert_contains(kk_decoder_plan_text(d), "kk_rope_kv_append");
     kk_assert_contains(kk_decoder_plan_text(d), "kk_swiglu");
     kk_assert_contains(kk_decoder_plan_text(d), "kk_linear_residual");
+    assert_null(strstr(kk_decoder_plan_text(d), "layout")); /* q, k, v read through strides */
     printf("%s", kk_decoder_plan_text(d));
     kk_decoder_free(d);
     /* aggressive on the CPU: balanced's fusions with FP8 projections (the CPU
@@ -524,9 +522,6 @@ static void test_plan(void **state) {
                                       "q_proj (fp8)",
                                       "k_proj (fp8)",
                                       "v_proj (fp8)",
-                                      "layout q",
-                                      "layout k",
-                                      "layout v",
                                       "rope + kv append",
                                       "attention",
                                       "o_proj (fp8)",
@@ -535,7 +530,7 @@ static void test_plan(void **state) {
                                       "silu_mul",
                                       "down_proj (fp8) + residual"};
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_AGGRESSIVE, 1, 8, &d));
-    expect_steps(d, fp8, 14);
+    expect_steps(d, fp8, 11);
     kk_assert_contains(kk_decoder_plan_text(d), "level aggressive");
     kk_assert_contains(kk_decoder_plan_text(d), "kk_fp8_linear");
     kk_assert_contains(kk_decoder_plan_text(d), "W_gate_up:fp8");
@@ -552,7 +547,7 @@ static void test_plan(void **state) {
     setenv("KK_FP8", "0", 1);
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_AGGRESSIVE, 1, 8, &d));
     unsetenv("KK_FP8");
-    expect_steps(d, bal, 13);
+    expect_steps(d, bal, 10);
     kk_assert_contains(kk_decoder_plan_text(d), "fp8: off (hardware.nvidia.fp8_enabled is off");
     kk_decoder_free(d);
     kk_model_close(m);

@@ -3,7 +3,9 @@
  * STRIDED. */
 #include "cpu/cpu_kernels.h"
 
-#define STRIDED(id) ((id) == KK__OP_ID_attention || (id) == KK__OP_ID_attention_varlen)
+#define STRIDED(id)                                                                                \
+    ((id) == KK__OP_ID_attention || (id) == KK__OP_ID_attention_varlen ||                          \
+     (id) == KK__OP_ID_rope_kv_append)
 
 const kk__slot *const kk__cpu_slots[KK__OP_COUNT] = {
 #define KK_OP(name)                                                                                \

@@ -3,7 +3,9 @@
  * caches given as two buffers are copied in to out, one (slab) per
  * iteration; then q's rows and the appended k and v rows are written, each
  * row once. In place (kk_rope_kv_append) only the S appended rows of each
- * cache move. */
+ * cache move. q, k, v and q_out may be strided views ([B,H,S,D] with D
+ * contiguous: a decoder hands the projections' [B,S,H,D] rows over as they
+ * are); the caches are whole contiguous buffers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,9 +27,41 @@ static kk_status same_buffer(const kk_tensor *in, const kk_tensor *out, const ch
                          "a buffer overlapping it at %+lld bytes", (long long)(b - a));
 }
 
+/* kk_op_run has checked the tensors (the row is `strided`); a harness bug
+ * must still not become a wild write, so the cheap checks are repeated: q, k,
+ * v and q_out [B,H,S,D] with D contiguous, the rest contiguous. */
+static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
+    kk_status st = KK__CHECK_NOT_NULL(p);
+    if (st != KK_OK) return st;
+    kk_op_tensor d[KK_OP_MAX_TENSORS];
+    const int n = p->op->describe(p, d);
+    for (int k = 0; k < n; k++) {
+        const int rows =
+            k == KK__RKV_T_Q || k == KK__RKV_T_K || k == KK__RKV_T_V || k == KK__RKV_T_Q_OUT;
+        const int layout_ok =
+            t && t[k] &&
+            (kk_tensor_is_contiguous(t[k]) || (rows && t[k]->ndim == 4 && t[k]->strides[3] == 1));
+        if (!layout_ok || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
+            t[k]->device_kind != KK_BACKEND_CPU)
+            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "rope_kv_append", d[k].name,
+                                 rows ? "a [B,H,S,D] tensor of the described dtype on the cpu, "
+                                        "D contiguous"
+                                      : "a contiguous tensor of the described dtype and size "
+                                        "on the cpu",
+                                 "%s", t && t[k] ? t[k]->device : "NULL");
+    }
+    return KK_OK;
+}
+
+/* Row (b, h, s) of a [B,H,S,D] tensor, by its strides. */
+static char *row_of(const kk_tensor *x, int64_t b, int64_t h, int64_t s, size_t es) {
+    return (char *)x->data +
+           (size_t)(b * x->strides[0] + h * x->strides[1] + s * x->strides[2]) * es;
+}
+
 kk_status kk__rope_kv_append_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
-    kk_status st = kk__cpu_check_tensors(p, t);
+    kk_status st = check_tensors(p, t);
     if (st != KK_OK) return st;
     const int64_t B = p->i[KK__RKV_B], Hq = p->i[KK__RKV_HQ], Hkv = p->i[KK__RKV_HKV];
     const int64_t S = p->i[KK__RKV_S], smax = p->i[KK__RKV_SMAX], D = p->i[KK__RKV_D];
@@ -62,8 +96,9 @@ kk_status kk__rope_kv_append_cpu(const kk_op_params *p, kk_tensor *const *t, kk_
     const kk__rope_row_fn rotate_row = kk__rope_cpu_row();
     const char *kin = t[KK__RKV_T_KC_IN]->data, *vin = t[KK__RKV_T_VC_IN]->data;
     char *kc = t[KK__RKV_T_KC]->data, *vc = t[KK__RKV_T_VC]->data;
-    const char *v = t[KK__RKV_T_V]->data;
-    const int stream_q = kk__row_streams(dt, B * Hq * S * D);
+    const kk_tensor *q = t[KK__RKV_T_Q], *k = t[KK__RKV_T_K], *v = t[KK__RKV_T_V];
+    const kk_tensor *qo = t[KK__RKV_T_Q_OUT];
+    const int stream_q = kk_tensor_is_contiguous(qo) && kk__row_streams(dt, B * Hq * S * D);
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
         if (!k_same || !v_same) { /* the barrier after it: copies land before the appends */
@@ -75,17 +110,17 @@ kk_status kk__rope_kv_append_cpu(const kk_op_params *p, kk_tensor *const *t, kk_
         }
 #pragma omp for schedule(static) nowait
         for (int64_t row = 0; row < B * Hq * S; row++) {
-            const int64_t at = row / (Hq * S) * S + row % S;
-            rotate_row(t[KK__RKV_T_Q]->data, row, t[KK__RKV_T_Q_OUT]->data, row, dt, D, R,
-                       cs + at * half, sn + at * half, gptj, stream_q);
+            const int64_t b = row / (Hq * S), h = row / S % Hq, s = row % S;
+            rotate_row(row_of(q, b, h, s, es), 0, row_of(qo, b, h, s, es), 0, dt, D, R,
+                       cs + (b * S + s) * half, sn + (b * S + s) * half, gptj, stream_q);
         }
 #pragma omp for schedule(static) nowait
         for (int64_t row = 0; row < B * Hkv * S; row++) {
-            const int64_t s = row % S, c = row / S, b = c / Hkv, at = b * S + s;
+            const int64_t s = row % S, c = row / S, b = c / Hkv, h = c % Hkv, at = b * S + s;
             const int64_t to = c * smax + lens[b] + s; /* the cache row it lands on */
-            rotate_row(t[KK__RKV_T_K]->data, row, kc, to, dt, D, R, cs + at * half, sn + at * half,
+            rotate_row(row_of(k, b, h, s, es), 0, kc, to, dt, D, R, cs + at * half, sn + at * half,
                        gptj, 0);
-            memcpy(vc + (size_t)(to * D) * es, v + (size_t)(row * D) * es, (size_t)D * es);
+            memcpy(vc + (size_t)(to * D) * es, row_of(v, b, h, s, es), (size_t)D * es);
         }
         if (stream_q) kk__row_stream_fence(); /* each thread's own streaming stores */
     }

@@ -110,13 +110,12 @@ void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *p) {
     add(p, "q_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
     add(p, "k_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_K, N, N, KK__DB_KT, N, N);
     add(p, "v_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_V, N, N, KK__DB_VT, N, N);
-    add(p, "layout q", KK__DS_LAYOUT, KK__DB_QT, N, N, N, KK__DB_Q, N, N);
-    add(p, "layout k", KK__DS_LAYOUT, KK__DB_KT, N, N, N, KK__DB_K, N, N);
-    if (fused) {
-        add(p, "layout v", KK__DS_LAYOUT, KK__DB_VT, N, N, N, KK__DB_V, N, N);
-        add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_Q, KK__DB_K, KK__DB_V, N, KK__DB_QR,
+    if (fused) { /* the projections' [B,S,H,D] rows read through strides: no layout copy */
+        add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QT, KK__DB_KT, KK__DB_VT, N, KK__DB_QR,
             KK__DB_KC, KK__DB_VC);
     } else {
+        add(p, "layout q", KK__DS_LAYOUT, KK__DB_QT, N, N, N, KK__DB_Q, N, N);
+        add(p, "layout k", KK__DS_LAYOUT, KK__DB_KT, N, N, N, KK__DB_K, N, N);
         add(p, "rope q", KK__DS_ROPE, KK__DB_Q, N, N, N, KK__DB_QR, N, N);
         add(p, "rope k", KK__DS_ROPE, KK__DB_K, N, N, N, KK__DB_KR, N, N);
         add(p, "kv cache write", KK__DS_KV_WRITE, KK__DB_KR, KK__DB_VT, N, N, KK__DB_KC, KK__DB_VC,
@@ -150,10 +149,7 @@ static void build_fp8(kk__dplan *p) {
     add(p, "q_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
     add(p, "k_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_K, N, N, KK__DB_KT, N, N);
     add(p, "v_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_V, N, N, KK__DB_VT, N, N);
-    add(p, "layout q", KK__DS_LAYOUT, KK__DB_QT, N, N, N, KK__DB_Q, N, N);
-    add(p, "layout k", KK__DS_LAYOUT, KK__DB_KT, N, N, N, KK__DB_K, N, N);
-    add(p, "layout v", KK__DS_LAYOUT, KK__DB_VT, N, N, N, KK__DB_V, N, N);
-    add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_Q, KK__DB_K, KK__DB_V, N, KK__DB_QR,
+    add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QT, KK__DB_KT, KK__DB_VT, N, KK__DB_QR,
         KK__DB_KC, KK__DB_VC);
     add(p, "attention", KK__DS_ATTENTION, KK__DB_QR, KK__DB_KC, KK__DB_VC, N, KK__DB_OT, N, N);
     add(p, "o_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_OT, KK__DB_W_O, N, N, KK__DB_A, N, N);
@@ -216,8 +212,11 @@ char *kk__dplan_text(const kk__dplan *p, const kk_model_config *c, const char *d
         (long long)c->num_hidden_layers, p->n, device, kk_dtype_name(dtype),
         (long long)c->hidden_size, (long long)c->num_attention_heads,
         (long long)c->num_key_value_heads, (long long)c->head_dim, (long long)c->intermediate_size);
-    put(&s, &len, &cap, &ok,
-        "  (layout steps are [B,S,H,D] -> [B,H,S,D] copies, skipped when S = 1)\n");
+    int layouts = 0;
+    for (int i = 0; i < p->n; i++) layouts |= p->steps[i].op == KK__DS_LAYOUT;
+    if (layouts)
+        put(&s, &len, &cap, &ok,
+            "  (layout steps are [B,S,H,D] -> [B,H,S,D] copies, skipped when S = 1)\n");
     if (p->level == KK_OPT_AGGRESSIVE) {
         if (p->fp8)
             put(&s, &len, &cap, &ok,

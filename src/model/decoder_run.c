@@ -142,15 +142,19 @@ static kk_status run_step(call *c, int64_t layer, const kk__dstep *s) {
         if (st == KK_OK) st = kk__tensor_copy_on(vrows, vsrc, c->stream);
         break;
     }
-    case KK__DS_ROPE_KV: {
-        kk_tensor *kb = NULL, *vb = NULL, *lens = NULL;
-        st = cache_rows(c->v, kc, c->b0, B, 0, kc->shape[2], &kb);
+    case KK__DS_ROPE_KV: { /* q, k, v: the projections' rows, [B,S,H,D] seen as [B,H,S,D] */
+        kk_tensor *kb = NULL, *vb = NULL, *lens = NULL, *qh = NULL, *kh = NULL, *vh = NULL;
+        const int64_t hkv = cfg->num_key_value_heads;
+        st = heads_view(c->v, i0, B, S, cfg->num_attention_heads, D, &qh);
+        if (st == KK_OK) st = heads_view(c->v, i1, B, S, hkv, D, &kh);
+        if (st == KK_OK) st = heads_view(c->v, i2, B, S, hkv, D, &vh);
+        if (st == KK_OK) st = cache_rows(c->v, kc, c->b0, B, 0, kc->shape[2], &kb);
         if (st == KK_OK) st = cache_rows(c->v, vc, c->b0, B, 0, vc->shape[2], &vb);
         if (st == KK_OK)
             st = c->lens ? kk_tensor_slice(c->lens, 0, 0, B, 1, &lens)
                          : kk_tensor_slice(d->seqlens, 0, c->pos, c->pos + B, 1, &lens);
         keep(c->v, lens);
-        if (st == KK_OK) st = kk_rope_kv_append(i0, i1, i2, lens, kb, vb, o0, &rope, c->stream);
+        if (st == KK_OK) st = kk_rope_kv_append(qh, kh, vh, lens, kb, vb, o0, &rope, c->stream);
         break;
     }
     case KK__DS_ATTENTION: {

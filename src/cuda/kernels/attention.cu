@@ -160,8 +160,8 @@ extern "C" kk_status kk__attention_cuda(const kk_op_params *op, kk_tensor *const
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     cudaError_t e;
     if (kk_attn::use_decode(p, kd))
-        e = kk_attn::launch_decode(p, kd, dt == KK_DTYPE_BF16, s);
-    else if ((kd == 64 || kd == 128) && kk_attn::hopper_ready())
+        return kk_attn::launch_decode(p, kd, dt == KK_DTYPE_BF16, t[0]->device, s);
+    if ((kd == 64 || kd == 128) && kk_attn::hopper_ready())
         e = kk_attn::launch_hopper(p, kd, dt == KK_DTYPE_BF16, s);
     else
         e = dt == KK_DTYPE_BF16 ? launch_dtype<__nv_bfloat16>(p, kd, s)

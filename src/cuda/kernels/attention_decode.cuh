@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cuda/kernels/attention_sm80.cuh"
+#include "kernelkit/status.h"
 
 namespace kk_attn {
 
@@ -293,6 +294,9 @@ __global__ void attention_combine_kernel(const DecodeParams dp) {
 // holds every query row of a kv head, long keys, the shared memory there),
 // and its launch (splits, workspace, decode and combine kernels).
 bool use_decode(const Params &p, int kd);
-cudaError_t launch_decode(const Params &p, int kd, bool bf16, cudaStream_t stream);
+// The decode path (when use_decode): its workspace from the caching allocator
+// of `device` (the tensors' device name), in stream order.
+kk_status launch_decode(const Params &p, int kd, bool bf16, const char *device,
+                        cudaStream_t stream);
 
 } // namespace kk_attn

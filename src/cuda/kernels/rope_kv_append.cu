@@ -44,29 +44,66 @@ struct KvArgs {
     kk_rope::Freq freq;
 };
 
-// Row x rotated (pairs of [0, R)) and copied ([R, D)) into row y; element
-// jobs j of the row: j < half rotates pair j, else copies element R + j -
-// half. Each operation rounded as the CPU's rotation.
-template <int DT>
+// VEC elements of T moved as one access (VEC = 4: 8 bytes of bf16/f16, 16
+// of f32), the host having checked the alignment.
+template <typename T, int VEC> struct alignas(sizeof(T) * VEC) Pack { T v[VEC]; };
+template <typename T, int VEC> __device__ __forceinline__ Pack<T, VEC> load(const T *p) {
+    return *reinterpret_cast<const Pack<T, VEC> *>(p);
+}
+template <typename T, int VEC> __device__ __forceinline__ void store(T *p, const Pack<T, VEC> &x) {
+    *reinterpret_cast<Pack<T, VEC> *>(p) = x;
+}
+
+// Job j of a row (VEC pairs or VEC elements): row x rotated (the pairs j ..
+// j + VEC - 1 of [0, R)) and copied ([R, D)) into row y; jobs j < half
+// rotate, the others copy elements R + j - half onwards. Each operation
+// rounded as the CPU's rotation.
+template <int DT, int VEC>
 __device__ __forceinline__ void rope_job(const KvArgs &a, const typename Elem<DT>::T *x,
-                                         typename Elem<DT>::T *y, int64_t j, const float *c,
+                                         typename Elem<DT>::T *y, int j, const float *c,
                                          const float *s) {
-    if (j < a.half) {
-        const int64_t ia = a.gptj ? 2 * j : j, ib = a.gptj ? 2 * j + 1 : j + a.half;
-        const float xa = to_f32<DT>(x[ia]), xb = to_f32<DT>(x[ib]);
-        y[ia] = from_f32<DT>(__fsub_rn(__fmul_rn(xa, c[j]), __fmul_rn(xb, s[j])));
-        y[ib] = from_f32<DT>(__fadd_rn(__fmul_rn(xb, c[j]), __fmul_rn(xa, s[j])));
-    } else {
-        const int64_t e = a.R + j - a.half;
-        y[e] = x[e];
+    typedef typename Elem<DT>::T T;
+    typedef Pack<T, VEC> P;
+    auto rot = [&](float xa, float xb, int i, T &ya, T &yb) {
+        ya = from_f32<DT>(__fsub_rn(__fmul_rn(xa, c[i]), __fmul_rn(xb, s[i])));
+        yb = from_f32<DT>(__fadd_rn(__fmul_rn(xb, c[i]), __fmul_rn(xa, s[i])));
+    };
+    if (j >= a.half) { // the unrotated tail
+        const int e = a.R + j - a.half;
+        store<T, VEC>(y + e, load<T, VEC>(x + e));
+    } else if (a.gptj) { // pairs (2i, 2i + 1): 2 VEC elements from 2j
+        const P lo = load<T, VEC>(x + 2 * j), hi = load<T, VEC>(x + 2 * j + VEC);
+        T xs[2 * VEC], ys[2 * VEC];
+        P ylo, yhi;
+#pragma unroll
+        for (int e = 0; e < VEC; e++) xs[e] = lo.v[e], xs[VEC + e] = hi.v[e];
+#pragma unroll
+        for (int i = 0; i < VEC; i++)
+            rot(to_f32<DT>(xs[2 * i]), to_f32<DT>(xs[2 * i + 1]), j + i, ys[2 * i], ys[2 * i + 1]);
+#pragma unroll
+        for (int e = 0; e < VEC; e++) ylo.v[e] = ys[e], yhi.v[e] = ys[VEC + e];
+        store<T, VEC>(y + 2 * j, ylo);
+        store<T, VEC>(y + 2 * j + VEC, yhi);
+    } else { // pairs (i, i + half)
+        P xa = load<T, VEC>(x + j), xb = load<T, VEC>(x + j + a.half), ya, yb;
+#pragma unroll
+        for (int i = 0; i < VEC; i++)
+            rot(to_f32<DT>(xa.v[i]), to_f32<DT>(xb.v[i]), j + i, ya.v[i], yb.v[i]);
+        store<T, VEC>(y + j, ya);
+        store<T, VEC>(y + j + a.half, yb);
     }
 }
 
-template <int DT> __global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(KvArgs a) {
+// A block per token (grid-stride): its position's cos/sin into shared
+// memory, then the token's q heads, k heads and v heads in jobs of VEC pairs
+// or elements (VEC = 4 when every row and stride allows, else 1). Indices are
+// 32-bit: a token has at most (Hq + 2 Hkv) D elements.
+template <int DT, int VEC>
+__global__ void __launch_bounds__(kThreads) rope_kv_append_kernel(KvArgs a) {
     typedef typename Elem<DT>::T T;
     extern __shared__ float table[]; // cos [half], sin [half]
     float *cs = table, *sn = table + a.half;
-    const int64_t jobs = a.half + (a.D - a.R); // per rotated row
+    const int jobs = (int)(a.half + (a.D - a.R)) / VEC, vjobs = (int)a.D / VEC; // per row
     for (int64_t tok = blockIdx.x; tok < a.B * a.S; tok += gridDim.x) {
         const int64_t b = tok / a.S, s = tok % a.S;
         const int64_t len = a.lens[b];
@@ -81,23 +118,24 @@ template <int DT> __global__ void __launch_bounds__(kThreads) rope_kv_append_ker
         __syncthreads();
         const bool fits = len >= 0 && len <= a.smax - a.S;
         // q: Hq rows; k: Hkv rows into the cache; v: Hkv rows of D copied
-        const int64_t nq = a.Hq * jobs, nk = fits ? a.Hkv * jobs : 0, nv = fits ? a.Hkv * a.D : 0;
-        for (int64_t w = threadIdx.x; w < nq + nk + nv; w += kThreads) {
+        const int nq = (int)a.Hq * jobs, nk = fits ? (int)a.Hkv * jobs : 0;
+        const int nv = fits ? (int)a.Hkv * vjobs : 0;
+        const T *q = static_cast<const T *>(a.q) + b * a.qs.b + s * a.qs.s;
+        T *qo = static_cast<T *>(a.qo) + b * a.qos.b + s * a.qos.s;
+        const T *k = static_cast<const T *>(a.k) + b * a.ks.b + s * a.ks.s;
+        T *kc = static_cast<T *>(a.kc) + b * a.kcs.b + pos * a.kcs.s;
+        const T *v = static_cast<const T *>(a.v) + b * a.vs.b + s * a.vs.s;
+        T *vc = static_cast<T *>(a.vc) + b * a.vcs.b + pos * a.vcs.s;
+        for (int w = threadIdx.x; w < nq + nk + nv; w += kThreads) {
             if (w < nq) {
-                const int64_t h = w / jobs, j = w % jobs;
-                const T *x = static_cast<const T *>(a.q) + b * a.qs.b + h * a.qs.h + s * a.qs.s;
-                T *y = static_cast<T *>(a.qo) + b * a.qos.b + h * a.qos.h + s * a.qos.s;
-                rope_job<DT>(a, x, y, j, cs, sn);
+                const int h = w / jobs, j = (w - h * jobs) * VEC;
+                rope_job<DT, VEC>(a, q + h * a.qs.h, qo + h * a.qos.h, j, cs, sn);
             } else if (w < nq + nk) {
-                const int64_t h = (w - nq) / jobs, j = (w - nq) % jobs;
-                const T *x = static_cast<const T *>(a.k) + b * a.ks.b + h * a.ks.h + s * a.ks.s;
-                T *y = static_cast<T *>(a.kc) + b * a.kcs.b + h * a.kcs.h + pos * a.kcs.s;
-                rope_job<DT>(a, x, y, j, cs, sn);
+                const int h = (w - nq) / jobs, j = (w - nq - h * jobs) * VEC;
+                rope_job<DT, VEC>(a, k + h * a.ks.h, kc + h * a.kcs.h, j, cs, sn);
             } else {
-                const int64_t h = (w - nq - nk) / a.D, e = (w - nq - nk) % a.D;
-                const T *x = static_cast<const T *>(a.v) + b * a.vs.b + h * a.vs.h + s * a.vs.s;
-                T *y = static_cast<T *>(a.vc) + b * a.vcs.b + h * a.vcs.h + pos * a.vcs.s;
-                y[e] = x[e];
+                const int h = (w - nq - nk) / vjobs, e = (w - nq - nk - h * vjobs) * VEC;
+                store<T, VEC>(vc + h * a.vcs.h + e, load<T, VEC>(v + h * a.vs.h + e));
             }
         }
     }
@@ -120,6 +158,18 @@ kk_status cache_out(const kk_tensor *in, const kk_tensor *out, const char *name,
     if (e == cudaSuccess) return KK_OK;
     return kk__cuda_error(KK_ERR_KERNEL_LAUNCH, "rope_kv_append", cudaGetErrorName(e),
                           cudaGetErrorString(e), "copying %s in to out (%zu bytes)", name, bytes);
+}
+
+// Jobs of 4 pairs / 4 elements: every row's pieces (half, D - R, D) in fours,
+// every stride a multiple of 4 elements and every buffer aligned to 4 of them.
+bool vec4_ok(const KvArgs &a, size_t elem) {
+    const Str *st[] = {&a.qs, &a.ks, &a.vs, &a.qos, &a.kcs, &a.vcs};
+    const void *ptr[] = {a.q, a.k, a.v, a.qo, a.kc, a.vc};
+    bool ok = a.half % 4 == 0 && (a.D - a.R) % 4 == 0 && a.D % 4 == 0;
+    for (int i = 0; i < 6; i++)
+        ok = ok && st[i]->b % 4 == 0 && st[i]->h % 4 == 0 && st[i]->s % 4 == 0 &&
+             reinterpret_cast<uintptr_t>(ptr[i]) % (4 * elem) == 0;
+    return ok;
 }
 
 bool contiguous4(const kk_tensor *t) {
@@ -184,12 +234,16 @@ extern "C" kk_status kk__rope_kv_append_cuda(const kk_op_params *p, kk_tensor *c
     const size_t smem = 2 * (size_t)a.half * sizeof(float);
     const int64_t tokens = a.B * a.S, most = (int64_t)kk_cuda::sm_count() * 8;
     const unsigned grid = (unsigned)(tokens < most ? tokens : most);
+    const bool vec = vec4_ok(a, kk_dtype_bytes(dt, 1));
     if (dt == KK_DTYPE_F32)
-        rope_kv_append_kernel<kF32><<<grid, kThreads, smem, s>>>(a);
+        vec ? rope_kv_append_kernel<kF32, 4><<<grid, kThreads, smem, s>>>(a)
+            : rope_kv_append_kernel<kF32, 1><<<grid, kThreads, smem, s>>>(a);
     else if (dt == KK_DTYPE_F16)
-        rope_kv_append_kernel<kF16><<<grid, kThreads, smem, s>>>(a);
+        vec ? rope_kv_append_kernel<kF16, 4><<<grid, kThreads, smem, s>>>(a)
+            : rope_kv_append_kernel<kF16, 1><<<grid, kThreads, smem, s>>>(a);
     else
-        rope_kv_append_kernel<kBF16><<<grid, kThreads, smem, s>>>(a);
+        vec ? rope_kv_append_kernel<kBF16, 4><<<grid, kThreads, smem, s>>>(a)
+            : rope_kv_append_kernel<kBF16, 1><<<grid, kThreads, smem, s>>>(a);
     return launch_status("rope_kv_append", grid, kThreads);
 }
 
