@@ -101,6 +101,43 @@ KK__R512 void kk__st32_bf16(void *p, __m512 lo, __m512 hi, int nt) {
         _mm512_storeu_si512(p, r);
 }
 
+/* 32 bf16 elements at p (64 bytes) as f32, even elements (0, 2, ..., 30)
+ * in *even and odd ones in *odd: a shift and an and, where kk__ld16 takes a
+ * vpmovzxwd and a shift per 16. For passes whose order does not matter
+ * (sums, maxima), or whose outputs kk__st32_bf16_eo puts back in order. */
+KK__R512 void kk__ld32_bf16_eo(const void *p, __m512 *even, __m512 *odd) {
+    const __m512i w = _mm512_loadu_si512(p);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+/* The vpermw index of kk__st32_bf16_eo: word i of the result is element i,
+ * which the rounded halves (16 even elements, then 16 odd) hold at word
+ * i / 2 + 16 (i & 1). */
+KK__R512 __m512i kk__eo_index(void) {
+    static const uint16_t idx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                     8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    return _mm512_loadu_si512(idx);
+}
+
+/* 32 outputs from their even and odd elements, rounded to bf16 as
+ * kk__st32_bf16 rounds (vcvtne2ps2bf16 where hw, subnormal lanes and the
+ * avx512 level by the integer path), put back in order by one vpermw (idx:
+ * kk__eo_index) and stored at p, streamed when nt and p is 64-byte
+ * aligned: the same bytes as kk__st32_bf16 of the elements in order. */
+KK__R512 void kk__st32_bf16_eo(void *p, __m512 even, __m512 odd, __m512i idx, int hw, int nt) {
+    __m512i r;
+    if (hw && !(_mm512_fpclass_ps_mask(even, 0x20) | _mm512_fpclass_ps_mask(odd, 0x20)))
+        r = (__m512i)_mm512_cvtne2ps_pbh(odd, even);
+    else
+        r = _mm512_inserti64x4(_mm512_castsi256_si512(kk__bf16_sw(even)), kk__bf16_sw(odd), 1);
+    r = _mm512_permutexvar_epi16(idx, r);
+    if (nt && !((uintptr_t)p & 63))
+        _mm512_stream_si512((__m512i *)p, r);
+    else
+        _mm512_storeu_si512(p, r);
+}
+
 /* Whether a row starting at p can be streamed 16 elements at a time. */
 static inline int kk__st16_aligned(const void *p, int bf16) {
     return ((uintptr_t)p & (bf16 ? 31u : 63u)) == 0;

@@ -120,6 +120,43 @@ KK__R512 float chunk_sum512(const void *p, int len, mean2 mu, const int power, c
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
+/* Sums over elements [0, len) at p (len <= KK__ROW_CHUNK) of d = x - K and
+ * of d^2, in f32 (*s1, *s2). A full bf16 chunk is decoded 32 at a time as
+ * even and odd halves (kk__ld32_bf16_eo): the order of a sum is free. */
+KK__R512 void chunk_stats512(const void *p, int len, float K, float *s1, float *s2,
+                             const int bf16) {
+    const __m512 k = _mm512_set1_ps(K);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, q0 = a0, q1 = a0;
+    int i = 0;
+    if (bf16 && len == KK__ROW_CHUNK) {
+        for (; i < len; i += 32) {
+            __m512 x0, x1;
+            kk__ld32_bf16_eo(kk__at(p, 1, i), &x0, &x1);
+            const __m512 d0 = _mm512_sub_ps(x0, k), d1 = _mm512_sub_ps(x1, k);
+            a0 = _mm512_add_ps(a0, d0);
+            a1 = _mm512_add_ps(a1, d1);
+            q0 = _mm512_fmadd_ps(d0, d0, q0);
+            q1 = _mm512_fmadd_ps(d1, d1, q1);
+        }
+    }
+    for (; i + 32 <= len; i += 32) {
+        const __m512 d0 = _mm512_sub_ps(kk__ld16(kk__at(p, bf16, i), bf16, 0xFFFF), k);
+        const __m512 d1 = _mm512_sub_ps(kk__ld16(kk__at(p, bf16, i + 16), bf16, 0xFFFF), k);
+        a0 = _mm512_add_ps(a0, d0);
+        a1 = _mm512_add_ps(a1, d1);
+        q0 = _mm512_fmadd_ps(d0, d0, q0);
+        q1 = _mm512_fmadd_ps(d1, d1, q1);
+    }
+    for (; i < len; i += 16) {
+        const __mmask16 m = kk__m16(len - i);
+        const __m512 d = _mm512_maskz_sub_ps(m, kk__ld16(kk__at(p, bf16, i), bf16, m), k);
+        a0 = _mm512_add_ps(a0, d);
+        q0 = _mm512_fmadd_ps(d, d, q0);
+    }
+    *s1 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    *s2 = _mm512_reduce_add_ps(_mm512_add_ps(q0, q1));
+}
+
 /* A row whose outputs are still to be written: its x and y, the mean and
  * 1/sqrt(var + eps), whether y is streamed. */
 typedef struct ln_row_state {
@@ -153,10 +190,21 @@ KK__R512 void ln_write_unit(const ln_row_state *s, const float *wb, int64_t n, i
     void *const y = s->y;
     const int nt = s->nt;
     int64_t i = at;
-    if (bf16 && hw)
-        for (; i + 32 <= end; i += 32)
-            kk__st32_bf16(kk__at_mut(y, 1, i), ln_y16(xr, wb, n, hi, lo, inv, i, 0xFFFF, 1),
-                          ln_y16(xr, wb, n, hi, lo, inv, i + 16, 0xFFFF, 1), nt);
+    if (bf16) { /* 32 at a time as even and odd halves, w and b in that order (layernorm512) */
+        const __m512i idx = kk__eo_index();
+        for (; i + 32 <= end; i += 32) {
+            __m512 xe, xo;
+            kk__ld32_bf16_eo(kk__at(xr, 1, i), &xe, &xo);
+            __m512 ye = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(xe, hi), lo), inv);
+            __m512 yo = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(xo, hi), lo), inv);
+            if (wb) {
+                ye = _mm512_fmadd_ps(ye, _mm512_loadu_ps(wb + i), _mm512_loadu_ps(wb + n + i));
+                yo = _mm512_fmadd_ps(yo, _mm512_loadu_ps(wb + i + 16),
+                                     _mm512_loadu_ps(wb + n + i + 16));
+            }
+            kk__st32_bf16_eo(kk__at_mut(y, 1, i), ye, yo, idx, hw, nt);
+        }
+    }
     for (; i + 16 <= end; i += 16)
         kk__st16(kk__at_mut(y, bf16, i), ln_y16(xr, wb, n, hi, lo, inv, i, 0xFFFF, bf16), bf16, hw,
                  0xFFFF, nt);
@@ -167,15 +215,22 @@ KK__R512 void ln_write_unit(const ln_row_state *s, const float *wb, int64_t n, i
     }
 }
 
-/* ln_row at AVX-512 (f32, bf16) for rows [r0, r1) of the thread's, the
- * same arithmetic per element as ln_row's chunks (the mean's pass needs no
- * lo: it is 0). f32 rows go two at a time in flight: the mean's pass over
- * row r chunk by chunk, each chunk followed by 256 outputs of row r - 1,
- * then the variance of row r (from L1/L2), so that a row's writes overlap
- * the next row's reads instead of following them (0.9x the time). bf16
- * rows, bound by their decoding and rounding rather than by memory, were
- * slower so (1.1x): one at a time, the next row prefetched while the
- * outputs are written. wb: w and b as f32 ([2n]), or NULL. */
+/* ln_row at AVX-512 (f32, bf16) for rows [r0, r1) of the thread's. The
+ * mean and the variance come from one pass over x: sums of d = x - K and
+ * d^2, K the mean of the row's first chunk (x[0] plus its mean deviation,
+ * within about std/16 of the row's mean for most rows), so that
+ * var = E[d^2] - E[d]^2 cancels nothing: it is taken only where E[d]^2 <=
+ * E[d^2] / 4 (var >= 3/4 E[d^2], the error of E[d^2] grown at most 4/3);
+ * otherwise (a first chunk unlike the rest, a non-finite sum) the variance
+ * is a second pass around the mean, as ln_row takes it. The mean is K +
+ * E[d] as hi + lo, and y = ((x - hi) - lo) inv w + b as in ln_row. f32
+ * rows go two at a time in flight: the pass over row r chunk by chunk, each
+ * chunk followed by 256 outputs of row r - 1, so that a row's writes
+ * overlap the next row's reads instead of following them (0.9x the time).
+ * bf16 rows, bound by their decoding and rounding rather than by memory,
+ * were slower so (1.1x): one at a time, the next row prefetched while the
+ * outputs are written. wb: w and b as f32 ([2n]; for bf16 rows each block
+ * of 32 in even/odd order, ln_write_unit's), or NULL. */
 KK__R512 void ln_rows(const void *x, const float *wb, void *y, int64_t n, double eps, int stream,
                       int hw, int64_t r0, int64_t r1, const int bf16) {
     ln_row_state rows[2];
@@ -199,21 +254,29 @@ KK__R512 void ln_rows(const void *x, const float *wb, void *y, int64_t n, double
         s->nt = stream && kk__st16_aligned(s->y, bf16);
         const char *next = r + 1 < r1 ? (const char *)kk__at(x, bf16, (r + 1) * n) : NULL;
         const float x0 = _mm512_cvtss_f32(kk__ld16(xr, bf16, 1));
-        const mean2 m0 = {x0, 0.0f};
-        double t1 = 0.0;
+        const int len0 = kk__row_chunk(n, 0);
+        const float K = x0 + chunk_sum512(xr, len0, (mean2){x0, 0.0f}, 1, bf16) / (float)len0;
+        double t1 = 0.0, t2 = 0.0;
         for (int64_t u = 0; u < units; u++) {
             const int64_t at = u * KK__ROW_CHUNK;
             if (!bf16 && next) /* the next row's chunk into L2 */
                 for (int l = 0; l < ub; l += 64) _mm_prefetch(next + u * ub + l, _MM_HINT_T1);
-            t1 += chunk_sum512(kk__at(xr, bf16, at), kk__row_chunk(n, at), m0, 1, bf16);
+            float s1, s2;
+            chunk_stats512(kk__at(xr, bf16, at), kk__row_chunk(n, at), K, &s1, &s2, bf16);
+            t1 += s1;
+            t2 += s2;
             if (prev) ln_write_unit(prev, wb, n, (u + k) % units, hw, bf16);
         }
-        const double mean = x0 + t1 / (double)n;
+        const double m1 = t1 / (double)n, m2 = t2 / (double)n, mean = K + m1;
         s->mu = (mean2){(float)mean, (float)(mean - (double)(float)mean)};
-        double t2 = 0.0;
-        for (int64_t at = 0; at < n; at += KK__ROW_CHUNK)
-            t2 += chunk_sum512(kk__at(xr, bf16, at), kk__row_chunk(n, at), s->mu, 2, bf16);
-        s->inv = (float)(1.0 / sqrt(t2 / (double)n + eps));
+        double var = m2 - m1 * m1;
+        if (!(m1 * m1 <= 0.25 * m2 && m2 < __builtin_inf())) { /* the second pass */
+            double t = 0.0;
+            for (int64_t at = 0; at < n; at += KK__ROW_CHUNK)
+                t += chunk_sum512(kk__at(xr, bf16, at), kk__row_chunk(n, at), s->mu, 2, bf16);
+            var = t / (double)n;
+        }
+        s->inv = (float)(1.0 / sqrt(var + eps));
         prev = s;
         if (bf16) {
             for (int64_t u = 0; u < units; u++) {
@@ -248,6 +311,12 @@ static int layernorm512(const void *x, const void *w, const void *b, void *y, kk
         kk__row_load(w, dt, at, wb + at, kk__row_chunk(n, at));
         kk__row_load(b, dt, at, wb + n + at, kk__row_chunk(n, at));
     }
+    for (int64_t i = 0; wb && bf16 && i + 32 <= n; i += 32) /* even/odd (ln_write_unit) */
+        for (float *v = wb + i; v <= wb + n + i; v += n) {
+            float t[32];
+            for (int j = 0; j < 32; j++) t[j] = v[j];
+            for (int j = 0; j < 16; j++) v[j] = t[2 * j], v[16 + j] = t[2 * j + 1];
+        }
     const int stream_out = kk__row_streams(dt, rows * n);
 #pragma omp parallel num_threads(threads)
     {

@@ -150,10 +150,57 @@ static int64_t smx_skew(int64_t n) { return ((512 - n) % 1024 + 1024) % 1024; }
 static int64_t smx_per(int64_t n) { return (2 * n + smx_skew(n) + 1023) / 1024 * 1024; }
 
 #ifdef KK__ROWS512
-/* e^((v - mx) sc) for 16 lanes as 2^((v - mx) sc2), sc2 = sc log2(e). */
-KK__R512 __m512 exp_t(__m512 v, __m512 mx, __m512 sc2, const int bf16) {
-    const __m512 d = _mm512_sub_ps(v, mx);
-    return bf16 ? kk__exp2_bf16(_mm512_mul_ps(d, sc2)) : kk__exp2_f32(_mm512_mul_ps(d, sc2));
+/* 2^u for 16 lanes, f = u - floor(u) in [0, 1) by vreduceps (rounding
+ * down), 2^f by a minimax fit on [0, 1), and 2^floor(u) by vscalefps, which
+ * floors its exponent operand itself: no vroundscaleps. The relative error
+ * of a fit of 2^f is the same on [0, 1) as on [-1/2, 1/2] (2^(f + 1/2) is
+ * 2^f times a constant). f32 rows: degree 5, 7.5e-8 (1.5e-7 with the FMAs'
+ * rounding, against the f32 tolerance 1e-5); bf16 rows: degree 4, 2.6e-6,
+ * 1/750 of the bf16 rounding's 2^-9 that follows. vreduceps gives 0 for an
+ * infinite u, so u = -inf scales to 0 and +inf to +inf; a NaN stays NaN. f32
+ * 8 operations, bf16 6 (they were 9 and 7). */
+KK__R512 __m512 smx_exp2(__m512 u, const int bf16) {
+    const __m512 f = _mm512_reduce_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 q;
+    if (bf16) {
+        q = _mm512_set1_ps(7.8024521470e-02f);
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.2606715560e-01f));
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(6.9583356380e-01f));
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(9.9992519617e-01f));
+    } else {
+        q = _mm512_set1_ps(1.8775766948e-3f);
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(8.9893396944e-3f));
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(5.5826317519e-2f));
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.4015361071e-1f));
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(6.9315308332e-1f));
+        q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(9.9999994040e-1f));
+    }
+    return _mm512_scalef_ps(q, u);
+}
+
+/* The exponent of a chunk: u = (v - M_c) sc2, sc2 = scale log2(e). Where
+ * |M_c sc2| is small (fused) one FMA, v sc2 - M_c sc2, whose error is the
+ * rounding of M_c sc2: at most 2^-21 (f32 rows, |M_c sc2| <= 16) or 2^-17
+ * (bf16 rows, <= 256) absolute in u, 3.3e-7 or 5.3e-6 relative in e, under
+ * the tolerances (1e-5, 1.6e-2). Past that the subtraction first, whose
+ * error stays relative to t. */
+typedef struct smx_u {
+    __m512 mx, msc, sc2;
+    int fused;
+} smx_u;
+
+KK__R512 smx_u smx_u_of(float mc, float scale2, const int bf16) {
+    const float msc = mc * scale2;
+    smx_u e = {_mm512_set1_ps(mc), _mm512_set1_ps(msc), _mm512_set1_ps(scale2),
+               __builtin_fabsf(msc) <= (bf16 ? 256.0f : 16.0f)};
+    return e;
+}
+
+/* e^((v - M_c) scale) for 16 lanes. */
+KK__R512 __m512 exp_t(__m512 v, const smx_u *e, const int bf16) {
+    const __m512 u = e->fused ? _mm512_fmsub_ps(v, e->sc2, e->msc)
+                              : _mm512_mul_ps(_mm512_sub_ps(v, e->mx), e->sc2);
+    return smx_exp2(u, bf16);
 }
 
 /* The max of elements [0, len) at p (len <= KK__ROW_CHUNK), as vmaxps takes
@@ -184,14 +231,21 @@ KK__R512 float chunk_max512(const void *p, const int bf16, int len) {
  * 0 rather than NaN, and their f_c 0 (e^(-M) could overflow). A row of only
  * -inf is NaN, as in softmax_row. The masked rest of the row is 0.
  *
+ * A full chunk first takes the running max as it stands for its reference
+ * M_c, with no max of its own: its e may then exceed 1, and the chunk is
+ * redone with its max (as above) only where its sum passes 256 (f32 rows:
+ * e <= 256, so the exponent's rounding adds at most 2^-21, 3.3e-7
+ * relative) or 2^24 (bf16), or is not finite (inf, NaN). The reference is any value the e do not
+ * overflow from; the row's M is the largest reference. Most chunks past the
+ * first then need no max and no wait for one (0.8x the time).
+ *
  * A thread takes its rows two at a time in flight: the exponentials of row
  * r chunk by chunk (a full chunk's x loaded once, into 16 registers, for
  * its max and its exponentials), each chunk followed by 256 outputs of row
  * r - 1 (whose factors are known) and a prefetch of row r + 1's chunk into
  * L2. The writes of one row then overlap the arithmetic of the next; one
  * row after the other, the exponentials ran with memory idle and the
- * writes with the arithmetic idle. The same arithmetic per element, so the
- * same bits. */
+ * writes with the arithmetic idle. */
 typedef struct smx_row {
     const void *x; /* the row's x and y */
     void *y;
@@ -203,8 +257,27 @@ typedef struct smx_row {
     float sums[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];
 } smx_row;
 
-/* The exponentials and sum of chunk c of row s. */
-KK__R512 void smx_exp_chunk(smx_row *s, int c, __m512 sc2, const int bf16) {
+/* The exponentials of a full chunk's 16 registers v into keep, and their
+ * sum (fused: see smx_u). */
+KK__R512 __m512 smx_exp_regs(const __m512 *v, const smx_u *e, float *keep, const int fused,
+                             const int bf16) {
+    __m512 a = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int k = 0; k < KK__ROW_CHUNK / 16; k++) {
+        const __m512 u = fused ? _mm512_fmsub_ps(v[k], e->sc2, e->msc)
+                               : _mm512_mul_ps(_mm512_sub_ps(v[k], e->mx), e->sc2);
+        const __m512 x = smx_exp2(u, bf16);
+        _mm512_storeu_ps(keep + 16 * k, x);
+        a = _mm512_add_ps(a, x);
+    }
+    return a;
+}
+
+/* The exponentials and sum of chunk c of row s. A full bf16 chunk is
+ * decoded 32 values at a time as even and odd halves (a shift and an and,
+ * no vpmovzxwd), and its exponentials are kept in that order: per 32, the
+ * 16 even elements, then the 16 odd ones (smx_write_unit puts them back). */
+KK__R512 void smx_exp_chunk(smx_row *s, int c, float scale2, const int bf16) {
     const int64_t at = (int64_t)c * KK__ROW_CHUNK;
     const int len = kk__row_chunk(s->vis, at);
     const void *p = kk__at(s->x, bf16, at);
@@ -212,9 +285,25 @@ KK__R512 void smx_exp_chunk(smx_row *s, int c, __m512 sc2, const int bf16) {
     __m512 a = _mm512_setzero_ps();
     if (len == KK__ROW_CHUNK) { /* x loaded (and decoded) once, into 16 registers */
         __m512 v[KK__ROW_CHUNK / 16], m[4];
+        if (bf16) {
+#pragma GCC unroll 8
+            for (int k = 0; k < KK__ROW_CHUNK / 32; k++)
+                kk__ld32_bf16_eo((const char *)p + 64 * k, &v[2 * k], &v[2 * k + 1]);
+        } else {
 #pragma GCC unroll 16
-        for (int k = 0; k < KK__ROW_CHUNK / 16; k++)
-            v[k] = kk__ld16(kk__at(p, bf16, 16 * k), bf16, 0xFFFF);
+            for (int k = 0; k < KK__ROW_CHUNK / 16; k++)
+                v[k] = _mm512_loadu_ps((const float *)p + 16 * k);
+        }
+        if (s->M != -__builtin_inff()) { /* the running max as the reference, unchanged */
+            s->g[c] = s->M;
+            const smx_u e = smx_u_of(s->M, scale2, bf16);
+            a = e.fused ? smx_exp_regs(v, &e, keep, 1, bf16) : smx_exp_regs(v, &e, keep, 0, bf16);
+            const float sum = _mm512_reduce_add_ps(a);
+            if (sum <= (bf16 ? 0x1p24f : 256.0f)) {
+                s->sums[c] = sum;
+                return;
+            }
+        }
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
             m[k] = _mm512_max_ps(_mm512_max_ps(v[k], v[k + 4]), _mm512_max_ps(v[k + 8], v[k + 12]));
@@ -223,13 +312,8 @@ KK__R512 void smx_exp_chunk(smx_row *s, int c, __m512 sc2, const int bf16) {
         s->M = cm > s->M ? cm : s->M;
         s->g[c] = s->M == -__builtin_inff() ? 0.0f : s->M;
         s->lead = s->M == -__builtin_inff() ? c + 1 : s->lead;
-        const __m512 mx = _mm512_set1_ps(s->g[c]);
-#pragma GCC unroll 16
-        for (int k = 0; k < KK__ROW_CHUNK / 16; k++) {
-            const __m512 e = exp_t(v[k], mx, sc2, bf16);
-            _mm512_storeu_ps(keep + 16 * k, e);
-            a = _mm512_add_ps(a, e);
-        }
+        const smx_u e = smx_u_of(s->g[c], scale2, bf16);
+        a = e.fused ? smx_exp_regs(v, &e, keep, 1, bf16) : smx_exp_regs(v, &e, keep, 0, bf16);
         s->sums[c] = _mm512_reduce_add_ps(a);
         return;
     }
@@ -237,19 +321,19 @@ KK__R512 void smx_exp_chunk(smx_row *s, int c, __m512 sc2, const int bf16) {
     s->M = cm > s->M ? cm : s->M;
     s->g[c] = s->M == -__builtin_inff() ? 0.0f : s->M;
     s->lead = s->M == -__builtin_inff() ? c + 1 : s->lead;
-    const __m512 mx = _mm512_set1_ps(s->g[c]);
+    const smx_u e = smx_u_of(s->g[c], scale2, bf16);
     int j = 0;
     for (; j + 16 <= len; j += 16) {
-        const __m512 e = exp_t(kk__ld16(kk__at(p, bf16, j), bf16, 0xFFFF), mx, sc2, bf16);
-        _mm512_storeu_ps(keep + j, e);
-        a = _mm512_add_ps(a, e);
+        const __m512 x = exp_t(kk__ld16(kk__at(p, bf16, j), bf16, 0xFFFF), &e, bf16);
+        _mm512_storeu_ps(keep + j, x);
+        a = _mm512_add_ps(a, x);
     }
     if (j < len) {
         const __mmask16 m = kk__m16(len - j);
-        const __m512 e =
-            _mm512_maskz_mov_ps(m, exp_t(kk__ld16(kk__at(p, bf16, j), bf16, m), mx, sc2, bf16));
-        _mm512_mask_storeu_ps(keep + j, m, e);
-        a = _mm512_add_ps(a, e);
+        const __m512 x =
+            _mm512_maskz_mov_ps(m, exp_t(kk__ld16(kk__at(p, bf16, j), bf16, m), &e, bf16));
+        _mm512_mask_storeu_ps(keep + j, m, x);
+        a = _mm512_add_ps(a, x);
     }
     s->sums[c] = _mm512_reduce_add_ps(a);
 }
@@ -279,6 +363,13 @@ KK__R512 void smx_write_unit(const smx_row *s, int64_t n, int64_t u, int hw, con
     const int nt = s->nt;
     if (at < s->vis) {
         const __m512 f = _mm512_set1_ps(s->g[u]);
+        if (bf16 && end - at == KK__ROW_CHUNK && end <= s->vis) { /* even/odd (smx_exp_chunk) */
+            const __m512i idx = kk__eo_index();
+            for (; i < end; i += 32)
+                kk__st32_bf16_eo(kk__at_mut(y, 1, i), _mm512_mul_ps(_mm512_loadu_ps(keep + i), f),
+                                 _mm512_mul_ps(_mm512_loadu_ps(keep + i + 16), f), idx, hw, nt);
+            return;
+        }
         if (bf16 && hw) /* 32 at a time: one 64-byte store */
             for (; i + 32 <= end && i + 32 <= s->vis; i += 32)
                 kk__st32_bf16(kk__at_mut(y, 1, i), _mm512_mul_ps(_mm512_loadu_ps(keep + i), f),
@@ -301,7 +392,7 @@ KK__R512 void softmax_rows(const kk_op_params *p, const void *x, void *y, int64_
                            float *keep, int stream, int hw, int64_t r0, int64_t r1,
                            const int bf16) {
     smx_row rows[2];
-    const __m512 sc2 = _mm512_set1_ps(scale * 1.44269504088896341f);
+    const float scale2 = scale * 1.44269504088896341f;
     const int64_t units = (n + KK__ROW_CHUNK - 1) / KK__ROW_CHUNK;
     const int ub = KK__ROW_CHUNK * (bf16 ? 2 : 4); /* a chunk's bytes */
     const int64_t skew = smx_skew(n);
@@ -328,7 +419,7 @@ KK__R512 void softmax_rows(const kk_op_params *p, const void *x, void *y, int64_
         for (int64_t c = 0; c < chunks; c++) {
             if (r + 1 < r1) /* the next row's chunk c into L2 */
                 for (int l = 0; l < ub; l += 64) _mm_prefetch(next + c * ub + l, _MM_HINT_T1);
-            smx_exp_chunk(s, (int)c, sc2, bf16);
+            smx_exp_chunk(s, (int)c, scale2, bf16);
             if (prev && u < units) smx_write_unit(prev, n, (u++ + k) % units, hw, bf16);
         }
         for (; prev && u < units; u++) smx_write_unit(prev, n, (u + k) % units, hw, bf16);

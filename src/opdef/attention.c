@@ -64,27 +64,39 @@ double kk__attention_flops(const kk_op_params *p) {
 }
 
 /* One query row: o[D] (and *lse) from q[D] and the kv head's k, v [Sk,D];
- * bh = b * Hq + h names the row for the dropout mask. */
+ * bh = b * Hq + h names the row for the dropout mask. With e (Sk more
+ * scratch doubles) the row's error scale instead (kk_op_magnitude):
+ * o[d] = sum_j P_j e_j (f_j |v_jd| + |o_d|), P_j the softmax weight, f_j the
+ * dropout factor (0 or 1/(1 - p)), e_j = 1 + |s_j - max s| + scale
+ * sum_d |q_d k_jd| units of P_j's relative error; *lse = 0 (docs/harness.md,
+ * "Tolerances"). */
 static void attend_row(const kk_op_params *p, int64_t bh, int64_t i, double scale, const double *q,
-                       const double *k, const double *v, double *s, double *o, double *lse) {
+                       const double *k, const double *v, double *s, double *e, double *o,
+                       double *lse) {
     const int64_t D = p->i[KK__ATT_D];
     int64_t lo, hi;
     kk__attention_key_range(p, i, &lo, &hi);
     if (hi < lo) {
         for (int64_t d = 0; d < D; d++) o[d] = 0.0;
-        *lse = -INFINITY;
+        *lse = e ? 0.0 : -INFINITY;
         return;
     }
-    double mx = -INFINITY, sum = 0.0;
+    double mx = -INFINITY, sum = 0.0, esum = 0.0;
     for (int64_t j = lo; j <= hi; j++) {
         double dot = 0.0;
         for (int64_t d = 0; d < D; d++) dot += q[d] * k[j * D + d];
         s[j] = scale * dot;
         mx = s[j] > mx ? s[j] : mx;
+        if (!e) continue;
+        double dot_abs = 0.0;
+        for (int64_t d = 0; d < D; d++) dot_abs += fabs(q[d] * k[j * D + d]);
+        e[j] = 1.0 + scale * dot_abs;
     }
     for (int64_t j = lo; j <= hi; j++) {
+        if (e) e[j] += mx - s[j];
         s[j] = exp(s[j] - mx); /* <= 1: no overflow, and the largest term is exactly 1 */
         sum += s[j];
+        if (e) esum += s[j] * e[j];
     }
     const double drop = p->f[KK__ATT_DROPOUT];
     if (drop > 0.0) {
@@ -99,18 +111,22 @@ static void attend_row(const kk_op_params *p, int64_t bh, int64_t i, double scal
         double acc = 0.0;
         for (int64_t j = lo; j <= hi; j++) acc += s[j] * v[j * D + d];
         o[d] = acc / sum;
+        if (!e) continue;
+        double mag = 0.0; /* s_j = P_j f_j sum, esum = sum_j P_j e_j sum */
+        for (int64_t j = lo; j <= hi; j++) mag += s[j] * e[j] * fabs(v[j * D + d]);
+        o[d] = (mag + fabs(o[d]) * esum) / sum;
     }
-    *lse = mx + log(sum);
+    *lse = e ? 0.0 : mx + log(sum);
 }
 
 void kk__attention_ref_row(const kk_op_params *p, int64_t bh, int64_t i, double scale,
-                           const double *q, const double *k, const double *v, double *s, double *o,
-                           double *lse) {
-    attend_row(p, bh, i, scale, q, k, v, s, o, lse);
+                           const double *q, const double *k, const double *v, double *s, double *e,
+                           double *o, double *lse) {
+    attend_row(p, bh, i, scale, q, k, v, s, e, o, lse);
 }
 
-kk_status kk__attention_reference(const kk_op_params *p, const double *const *in,
-                                  double *const *out) {
+/* The reference (mag = 0) or the magnitude (mag = 1) of every row. */
+static kk_status run(const kk_op_params *p, const double *const *in, double *const *out, int mag) {
     const int64_t B = p->i[KK__ATT_B], Hq = p->i[KK__ATT_HQ], Hkv = p->i[KK__ATT_HKV];
     const int64_t Sq = p->i[KK__ATT_SQ], Sk = p->i[KK__ATT_SK], D = p->i[KK__ATT_D];
     const double scale = p->f[KK__ATT_SCALE] > 0.0 ? p->f[KK__ATT_SCALE] : 1.0 / sqrt((double)D);
@@ -120,7 +136,7 @@ kk_status kk__attention_reference(const kk_op_params *p, const double *const *in
     int failed = 0;
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
-        double *s = malloc((size_t)Sk * sizeof *s);
+        double *s = malloc((size_t)Sk * (mag ? 2 : 1) * sizeof *s);
         if (!s) {
 #pragma omp atomic write
             failed = 1;
@@ -134,7 +150,8 @@ kk_status kk__attention_reference(const kk_op_params *p, const double *const *in
             for (int64_t i = 0; i < Sq; i++) {
                 const int64_t row = bh * Sq + i;
                 double lse;
-                attend_row(p, bh, i, scale, in[0] + row * D, k, v, s, out[0] + row * D, &lse);
+                attend_row(p, bh, i, scale, in[0] + row * D, k, v, s, mag ? s + Sk : NULL,
+                           out[0] + row * D, &lse);
                 if (p->i[KK__ATT_LSE]) out[1][row] = lse;
             }
         }
@@ -144,6 +161,16 @@ kk_status kk__attention_reference(const kk_op_params *p, const double *const *in
         return kk__error(KK_ERR_OUT_OF_MEMORY, "attention", "no memory for %lld scores",
                          (long long)Sk);
     return KK_OK;
+}
+
+kk_status kk__attention_reference(const kk_op_params *p, const double *const *in,
+                                  double *const *out) {
+    return run(p, in, out, 0);
+}
+
+kk_status kk__attention_magnitude(const kk_op_params *p, const double *const *in,
+                                  double *const *out) {
+    return run(p, in, out, 1);
 }
 
 static const kk_op_param attention_params[KK__ATT_NPARAMS] = {
@@ -207,8 +234,13 @@ const kk_op kk__op_attention = {
     .flops = kk__attention_flops,
     .bytes = kk__op_bytes_io,
     .reference = kk__attention_reference,
+    .magnitude = kk__attention_magnitude,
+    /* f32 adds KK__ACC_F32 times the magnitude: the f32 scores' and sums'
+     * error where o cancels (docs/harness.md, "Tolerances"); in f16 and bf16
+     * P's rounding to the input type (rtol) dominates. */
     .ntolerances = 3,
-    .tolerances = {KK__TOL(KK_DTYPE_F32, 1e-5, 1e-4, 1e-5, KK__BOTH, KK_CHECK_ALLOW_NONFINITE),
+    .tolerances = {KK__TOL_ACC(KK_DTYPE_F32, 1e-5, 1e-4, 1e-5, KK__BOTH, KK_CHECK_ALLOW_NONFINITE,
+                               KK__ACC_F32),
                    KK__TOL(KK_DTYPE_F16, 2e-3, 4e-3, 5e-3, KK__BOTH, KK_CHECK_ALLOW_NONFINITE),
                    KK__TOL(KK_DTYPE_BF16, 1e-2, 2e-2, 1e-2, KK__BOTH, KK_CHECK_ALLOW_NONFINITE)},
     .fuzz = kk__attention_fuzz,

@@ -31,16 +31,20 @@ int kk__attention_describe(const kk_op_params *p, kk_op_tensor *out);
 double kk__attention_flops(const kk_op_params *p);
 kk_status kk__attention_reference(const kk_op_params *p, const double *const *in,
                                   double *const *out);
+/* The magnitude hook: o's per-element error scale, lse's 0 (attend_row). */
+kk_status kk__attention_magnitude(const kk_op_params *p, const double *const *in,
+                                  double *const *out);
 /* Keys [*lo, *hi] query row i may see (empty when *hi < *lo): the one
  * definition of the mask, used by the reference and the FLOP count. */
 void kk__attention_key_range(const kk_op_params *p, int64_t i, int64_t *lo, int64_t *hi);
 /* One row of the reference: o[D] and *lse of query row i from q[D] and the
  * kv head's rows k, v [Sk,D] (contiguous rows; s: Sk scratch doubles); bh
- * is the dropout mask's batch * Hq + head. attention_varlen's reference runs
- * it per sequence. */
+ * is the dropout mask's batch * Hq + head. e: NULL, or Sk more scratch
+ * doubles, and o, *lse get the row's magnitude instead. attention_varlen's
+ * reference and magnitude run it per sequence. */
 void kk__attention_ref_row(const kk_op_params *p, int64_t bh, int64_t i, double scale,
-                           const double *q, const double *k, const double *v, double *s, double *o,
-                           double *lse);
+                           const double *q, const double *k, const double *v, double *s, double *e,
+                           double *o, double *lse);
 
 /* The fuzzer's draw for attention, which attention_varlen's builds on. */
 void kk__attention_fuzz(kk__rng *r, kk_op_params *p, int big);

@@ -270,8 +270,8 @@ static kk_status read_cu(const char *name, const double *in, const kk__varlen_di
                                          keys ? "max_seqlen_k" : "max_seqlen_q");
 }
 
-kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *const *in,
-                                         double *const *out) {
+/* The reference (mag = 0) or the magnitude (mag = 1) of every row. */
+static kk_status run(const kk_op_params *p, const double *const *in, double *const *out, int mag) {
     kk__varlen_dims d;
     kk__attention_varlen_dims(p, &d);
     const int64_t Hq = p->i[KK__AVL_HQ], Hkv = p->i[KK__AVL_HKV], D = p->i[KK__AVL_D];
@@ -292,7 +292,8 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
     int failed = 0;
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
-        double *s = malloc((size_t)(d.max_k > 0 ? d.max_k : 1) * sizeof *s);
+        const int64_t ns = d.max_k > 0 ? d.max_k : 1;
+        double *s = malloc((size_t)ns * (mag ? 2 : 1) * sizeof *s);
         if (!s) {
 #pragma omp atomic write
             failed = 1;
@@ -311,7 +312,7 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
                 double l;
                 /* the sequence is the dropout mask's batch: bh = seq * Hq + h */
                 kk__attention_ref_row(&a, seq * Hq + h, i, scale, in[KK__AVL_T_Q] + row * D, k, v,
-                                      s, o + row * D, &l);
+                                      s, mag ? s + ns : NULL, o + row * D, &l);
                 if (lse) lse[row] = l;
             }
         }
@@ -322,6 +323,15 @@ kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *co
         return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
                          "no memory for %" PRId64 " scores", d.max_k);
     return KK_OK;
+}
+
+kk_status kk__attention_varlen_reference(const kk_op_params *p, const double *const *in,
+                                         double *const *out) {
+    return run(p, in, out, 0);
+}
+
+static kk_status magnitude(const kk_op_params *p, const double *const *in, double *const *out) {
+    return run(p, in, out, 1);
 }
 
 /* attention_varlen: 1 to 6 sequences of 0 to 64 query rows and keys each
@@ -388,13 +398,15 @@ const kk_op kk__op_attention_varlen = {
     .flops = kk__attention_varlen_flops,
     .bytes = kk__op_bytes_io,
     .reference = kk__attention_varlen_reference,
+    .magnitude = magnitude, /* attention's, per sequence; its rows too */
     .ntolerances = 3,
     .tolerances = {{.dtype = KK_DTYPE_F32,
                     .atol = 1e-5,
                     .rtol = 1e-4,
                     .l2 = 1e-5,
                     .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
-                    .flags = KK_CHECK_ALLOW_NONFINITE},
+                    .flags = KK_CHECK_ALLOW_NONFINITE,
+                    .acc = KK__ACC_F32},
                    {.dtype = KK_DTYPE_F16,
                     .atol = 2e-3,
                     .rtol = 4e-3,
