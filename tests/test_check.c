@@ -625,6 +625,21 @@ static void subnormal_outputs_have_an_l2_floor(void **state) {
     assert_false(r.pass);
 }
 
+/* f32 below its smallest normal: the floor is 16 * 2^-126 (1.9e-37). The CPU's
+ * clamped e^x gives a tanh-GELU of x = -10.4 as 6.3e-38 where the truth is
+ * 1.5e-43 (fuzz linear/11 of seed 1): passes; 1e-36 off does not. */
+static void f32_below_the_normals_has_an_l2_floor(void **state) {
+    (void)state;
+    const double ref[] = {-1.5e-43};
+    const float near = -6.3e-38f, far = -1e-36f;
+    const kk_tolerance tol = tolerance(1e-4, 1e-4, 1e-5, KK_CHECK_L2, 0);
+    kk_check_result r;
+    kk_assert_ok(kk_check_output(&near, KK_DTYPE_F32, ref, 1, &tol, &r));
+    assert_true(r.rel_l2_err > 1e5 && r.pass);
+    kk_assert_ok(kk_check_output(&far, KK_DTYPE_F32, ref, 1, &tol, &r));
+    assert_false(r.pass);
+}
+
 /* Every dtype decodes exactly: an encoded copy of ref passes with zero
  * tolerance, and one changed element is found. */
 static void every_dtype_decodes(void **state) {
@@ -785,6 +800,7 @@ int main(void) {
         cmocka_unit_test(zero_reference),
         cmocka_unit_test(every_dtype_decodes),
         cmocka_unit_test(subnormal_outputs_have_an_l2_floor),
+        cmocka_unit_test(f32_below_the_normals_has_an_l2_floor),
         cmocka_unit_test(poison_is_caught),
         cmocka_unit_test(e2m1_unwritten_found_by_two_runs),
         cmocka_unit_test(argument_errors),

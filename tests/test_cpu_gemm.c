@@ -127,8 +127,9 @@ static void any_thread_count(void **state) {
 /* ---- the bf16 product with AVX512_BF16 (gemm_bf16_cpu.c) ---- */
 
 /* Every instruction-set level the CPU has, each forced by the cap: bf16 gemm
- * and linear on shapes that cut the 12 x 32 micro-tile, the 96 x 256 work
- * item and the 512-value k block anywhere (odd K too). */
+ * and linear on shapes that cut the 6 x 64 micro-tile, the 128-column work
+ * item (64 columns of each of SwiGLU's two weights) and the 1024-value k block
+ * anywhere (odd K too). */
 static void bf16_at_every_level(void **state) {
     (void)state;
     static const char *const shapes[] = {"M=13 N=33 K=1", "M=25 N=31 K=3", "M=97 N=257 K=513",
@@ -267,6 +268,91 @@ static void amx_product_is_exact(void **state) {
     const long before = kk__cpu_gemm_bf16_amx_runs();
     product_is_exact();
     assert_int_equal(kk__cpu_gemm_bf16_amx_runs(), before + 1);
+    kk__cpu_isa_cap(-1);
+}
+
+/* Two weights over one a (SwiGLU's products), exact on small integers: with
+ * the products in the caller's c0 and c1 (row stride past n), and with c0
+ * NULL, where they exist only in the kernel's per-thread tiles handed to the
+ * callback; every element reaches the callback exactly once, both tiles
+ * together. K = 1101: odd, and two k blocks; 200 rows cut the 6-row
+ * micro-tile and the 24-row epilogue group, 290 columns the work items. */
+typedef struct pair_seen {
+    int64_t n;
+    float *out0, *out1;
+    unsigned char *hit;
+    int bad;
+} pair_seen;
+
+static void pair_tile(void *ctx, float *c0, float *c1, int64_t ldc, int64_t i0, int64_t rows,
+                      int64_t j0, int64_t cols) {
+    pair_seen *s = ctx;
+    if (!c0 || (s->out1 && !c1) || rows < 1 || cols < 1) s->bad = 1;
+    for (int64_t i = 0; i < rows && !s->bad; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            const int64_t at = (i0 + i) * s->n + j0 + j;
+            s->hit[at]++;
+            s->out0[at] = c0[i * ldc + j];
+            if (s->out1) s->out1[at] = c1[i * ldc + j];
+        }
+}
+
+static void pair_is_exact(void) {
+    enum { M = 200, N = 290, K = 1101, LDA = K + 3, LDB = K + 1, LDC = N + 5 };
+    uint16_t *a = malloc(sizeof(uint16_t) * M * LDA);
+    uint16_t *b[2] = {malloc(sizeof(uint16_t) * N * LDB), malloc(sizeof(uint16_t) * N * LDB)};
+    float *c[2] = {malloc(sizeof(float) * M * LDC), malloc(sizeof(float) * M * LDC)};
+    float *out[2] = {malloc(sizeof(float) * M * N), malloc(sizeof(float) * M * N)};
+    unsigned char *hit = malloc((size_t)M * N);
+    assert_true(a && b[0] && b[1] && c[0] && c[1] && out[0] && out[1] && hit);
+    for (int i = 0; i < M * LDA; i++) a[i] = kk_f32_to_bf16((float)((i * 7) % 9 - 4));
+    for (int i = 0; i < N * LDB; i++) {
+        b[0][i] = kk_f32_to_bf16((float)((i * 5) % 7 - 3));
+        b[1][i] = kk_f32_to_bf16((float)((i * 3) % 5 - 2));
+    }
+    for (int own = 0; own < 2; own++)
+        for (int two = 0; two < 2; two++) {
+            pair_seen s = {N, out[0], two ? out[1] : NULL, hit, 0};
+            memset(hit, 0, (size_t)M * N);
+            for (int i = 0; i < M * N; i++) out[0][i] = out[1][i] = NAN;
+            kk_assert_ok(kk__cpu_gemm_bf16_pair(M, N, K, a, LDA, b[0], two ? b[1] : NULL, LDB,
+                                                own ? NULL : c[0], own || !two ? NULL : c[1], LDC,
+                                                pair_tile, &s));
+            assert_false(s.bad);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    assert_int_equal(hit[i * N + j], 1);
+                    for (int w = 0; w < 1 + two; w++) {
+                        double want = 0.0;
+                        for (int k = 0; k < K; k++)
+                            want += (double)kk_bf16_to_f32(a[i * LDA + k]) *
+                                    kk_bf16_to_f32(b[w][j * LDB + k]);
+                        if (out[w][i * N + j] != want)
+                            fail_msg("own %d two %d: c%d[%d][%d] = %g, want %g (%s)", own, two, w,
+                                     i, j, out[w][i * N + j], want,
+                                     kk__cpu_isa_name(kk__cpu_isa()));
+                    }
+                }
+        }
+    free(a), free(b[0]), free(b[1]), free(c[0]), free(c[1]), free(out[0]), free(out[1]);
+    free(hit);
+}
+
+static void bf16_pair_is_exact(void **state) {
+    (void)state;
+    if (kk__cpu_isa_supported() < KK__ISA_AVX512_BF16) skip();
+    kk__cpu_isa_cap(KK__ISA_AVX512_BF16);
+    pair_is_exact();
+    kk__cpu_isa_cap(-1);
+}
+
+static void amx_pair_is_exact(void **state) {
+    (void)state;
+    if (no_amx()) skip();
+    kk__cpu_isa_cap(KK__ISA_AMX);
+    const long before = kk__cpu_gemm_bf16_amx_runs();
+    pair_is_exact();
+    assert_true(kk__cpu_gemm_bf16_amx_runs() > before);
     kk__cpu_isa_cap(-1);
 }
 
@@ -443,6 +529,7 @@ int main(void) {
         cmocka_unit_test(math_matches_libm),     cmocka_unit_test(bf16_at_every_level),
         cmocka_unit_test(bf16_product_is_exact), cmocka_unit_test(unknown_isa_is_logged),
         cmocka_unit_test(amx_against_reference), cmocka_unit_test(amx_product_is_exact),
+        cmocka_unit_test(bf16_pair_is_exact),    cmocka_unit_test(amx_pair_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -86,10 +86,22 @@ typedef void (*kk__cpu_tile_fn)(void *ctx, float *c_tile, int64_t ldc, int64_t i
 kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
                             const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
                             kk__cpu_tile_fn done, void *ctx);
+/* Two products of one a at once (SwiGLU's gate and up): c0 = a . b0^T and
+ * c1 = a . b1^T (b1 NULL: c0 only), both with row stride ldc; `done` gets
+ * both tiles (c1's NULL with one weight) when they are finished, by the
+ * thread that computed them. c0 NULL (then `done` is required): the products
+ * exist only in per-thread tile buffers, row stride given to `done`, so an
+ * f32 product that only feeds the epilogue never goes to memory. */
+typedef void (*kk__cpu_tile2_fn)(void *ctx, float *c0_tile, float *c1_tile, int64_t ldc, int64_t i0,
+                                 int64_t rows, int64_t j0, int64_t cols);
+kk_status kk__cpu_gemm_bf16_pair(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
+                                 const uint16_t *b0, const uint16_t *b1, int64_t ldb, float *c0,
+                                 float *c1, int64_t ldc, kk__cpu_tile2_fn done, void *ctx);
 
 /* The same product on AMX tiles (gemm_bf16_amx.c), which kk__cpu_gemm_bf16
- * calls at the amx level; kk__cpu_gemm_bf16_amx_runs counts those calls (tests
- * check that the tiles ran). x86-64 only, like the next three. */
+ * and kk__cpu_gemm_bf16_pair call at the amx level (once per weight and block
+ * of rows); kk__cpu_gemm_bf16_amx_runs counts those calls (tests check that the
+ * tiles ran). x86-64 only, like the next three. */
 kk_status kk__cpu_gemm_bf16_amx(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
                                 const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
                                 kk__cpu_tile_fn done, void *ctx);
@@ -131,14 +143,13 @@ static inline float kk__select(int c, float a, float b) {
     return f;
 }
 
-/* e^x in f32 for x in [-87.3, 88] (clamped outside): Cody-Waite reduction
- * x = n ln2 + r, Cephes' minimax polynomial for e^r on |r| <= ln2/2, and 2^n
- * built in the exponent bits. n is rounded with the 1.5 * 2^23 trick rather
- * than floorf, which SSE2 has no vector instruction for. Relative error about
- * 2e-7 (tests/test_cpu_gemm.c measures it). */
-static inline float kk__expf(float x) {
-    x = kk__select(x >= -87.3f, x, -87.3f); /* NaN too: (int32_t)NaN would be UB */
-    x = kk__select(x > 88.0f, 88.0f, x);
+/* e^x in f32 for x in [-87.3, 88], not NaN (kk__expf clamps any x into that
+ * range first): Cody-Waite reduction x = n ln2 + r, Cephes' minimax
+ * polynomial for e^r on |r| <= ln2/2, and 2^n built in the exponent bits. n
+ * is rounded with the 1.5 * 2^23 trick rather than floorf, which SSE2 has no
+ * vector instruction for. Relative error about 2e-7 (tests/test_cpu_gemm.c
+ * measures it). */
+static inline float kk__expf_in_range(float x) {
     const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - n * 0.693359375f; /* ln2 = 0.693359375 - 2.12194440e-4 */
     r = r - n * -2.12194440e-4f;
@@ -155,6 +166,12 @@ static inline float kk__expf(float x) {
     return p * scale;
 }
 
+static inline float kk__expf(float x) {
+    x = kk__select(x >= -87.3f, x, -87.3f); /* NaN too: (int32_t)NaN would be UB */
+    x = kk__select(x > 88.0f, 88.0f, x);
+    return kk__expf_in_range(x);
+}
+
 /* erfc(z) for z >= 0 (Numerical Recipes' erfcc, Chebyshev-fitted): fractional
  * error < 1.2e-7 in exact arithmetic, about 1e-6 in f32 near z = 3 (the f32
  * rounding of z^2). Beyond z = 9 (erfc < 4.2e-37) it returns 0: subnormal
@@ -169,8 +186,11 @@ static inline float kk__erfc_pos(float z) {
     const float q2 = -0.18628806f + 0.27886807f * t, q3 = -1.13520398f + 1.48851587f * t;
     const float q4 = -0.82215223f + 0.17087277f * t;
     const float p = (q0 + q1 * t2) + (q2 + q3 * t2) * t4 + q4 * t8;
+    /* arg <= 0 (erfc(z) (1 + z/2) <= 1) up to the fit's 1e-7: one clamp, which
+     * also maps NaN into range, instead of kk__expf's two */
     const float arg = p - z * z;
-    return kk__select(z >= 9.0f, 0.0f, t * kk__expf(kk__select(arg < -80.0f, -80.0f, arg)));
+    return kk__select(z >= 9.0f, 0.0f,
+                      t * kk__expf_in_range(kk__select(arg >= -80.0f, arg, -80.0f)));
 }
 
 /* erf(x) = 1 - erfc(|x|) with the sign of x. */

@@ -89,18 +89,18 @@ static void epilogue(const kk__gemm_job *job, float *const *c, const int64_t *ld
     }
 }
 
-/* The epilogue of one tile of the bf16 product, run by the thread that
- * computed it while the tile is still in its L2 (one weight only). */
+/* The epilogue of one tile of the bf16 product (of both weights' tiles, for
+ * SwiGLU), run by the thread that computed it while the tile is in its cache. */
 typedef struct tile_ctx {
     const kk__gemm_job *job;
     int64_t m0, n0; /* the block's first row and column */
 } tile_ctx;
 
-static void epilogue_tile(void *ctx, float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j0,
-                          int64_t cols) {
+static void epilogue_tile(void *ctx, float *c0, float *c1, int64_t ldc, int64_t i0, int64_t rows,
+                          int64_t j0, int64_t cols) {
     const tile_ctx *t = ctx;
     for (int64_t r = 0; r < rows; r++) {
-        float *row[2] = {c + r * ldc, NULL};
+        float *row[2] = {c0 + r * ldc, c1 ? c1 + r * ldc : NULL};
         t->job->row(t->job, row, t->m0 + i0 + r, t->n0 + j0, cols);
     }
 }
@@ -175,15 +175,22 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                     (blasint)N);
         return KK_OK;
     }
+    /* the bf16 product (SwiGLU's two at once) with the epilogue run tile by
+     * tile inside it (a bf16 job always has one: the rounding at least) */
+    const int fused = bf16_dot && job->row != NULL;
     int64_t mb = min64(block_rows(N), M), nb = N;
-    const int decode_a = !a_f32 && !bf16_dot, decode_b = !b_f32 && !bf16_dot;
-    /* one bf16 product: its epilogue runs tile by tile inside it */
-    const int fused = bf16_dot && job->row && job->nweights == 1;
+    const int decode_a = !a_f32 && !fused, decode_b = !b_f32 && !fused;
     if (decode_a) mb = min64(mb, max64(1, A_BLOCK_BYTES / (4 * K)));
     if (decode_b) nb = min64(nb, max64(1, PANEL_BYTES / (4 * K)));
-    const int scratch_c0 = job->c_direct == NULL;
+    /* the fused bf16 product keeps its f32 tiles in its threads' buffers: no
+     * scratch, and no blocks but the ones a test asks for */
+    if (fused) {
+        mb = atomic_load(&block_rows_set) > 0 ? min64(M, atomic_load(&block_rows_set)) : M;
+        nb = N;
+    }
+    const int scratch_c0 = job->c_direct == NULL && !fused;
     const int scratch_p = grouped && job->k_group < K; /* more than one group */
-    if (scratch_c0 || job->nweights > 1 || scratch_p)
+    if ((scratch_c0 || job->nweights > 1 || scratch_p) && !fused)
         nb = min64(nb, max64(64, C_BLOCK_BYTES / (4 * mb)));
     if (atomic_load(&panel_rows_set) > 0) nb = min64(N, atomic_load(&panel_rows_set));
     scratch s = {0};
@@ -192,7 +199,8 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
     if (scratch_p) ok &= (s.p = malloc((size_t)(mb * nb) * sizeof(float))) != NULL;
     for (int w = 0; w < job->nweights; w++) {
         if (decode_b) ok &= (s.b[w] = malloc((size_t)(min64(nb, N) * K) * sizeof(float))) != NULL;
-        if (w > 0 || scratch_c0) ok &= (s.c[w] = malloc((size_t)(mb * nb) * sizeof(float))) != NULL;
+        if ((w > 0 || scratch_c0) && !fused)
+            ok &= (s.c[w] = malloc((size_t)(mb * nb) * sizeof(float))) != NULL;
     }
     if (!ok) {
         scratch_free(&s);
@@ -206,7 +214,7 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
         const float *b[2] = {NULL, NULL};
         for (int w = 0; w < job->nweights; w++) {
             if (!decode_b) {
-                b[w] = (const float *)job->b[w] + n0 * K; /* f32; bf16_dot reads job->b */
+                b[w] = (const float *)job->b[w] + n0 * K; /* f32; fused reads job->b */
             } else {
                 decode_rows(job->b[w], job->b_dtype, b_table, n0, cols, K, s.b[w]);
                 b[w] = s.b[w];
@@ -219,20 +227,23 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                 decode_rows(job->a, job->a_dtype, a_table, m0, rows, K, s.a);
                 a = s.a;
             }
+            if (fused) {
+                const int two = job->nweights == 2;
+                tile_ctx t = {job, m0, n0};
+                st = kk__cpu_gemm_bf16_pair(rows, cols, K, (const uint16_t *)job->a + m0 * K, K,
+                                            (const uint16_t *)job->b[0] + n0 * K,
+                                            two ? (const uint16_t *)job->b[1] + n0 * K : NULL, K,
+                                            NULL, NULL, 0, epilogue_tile, &t);
+                continue;
+            }
             float *c[2];
             int64_t ldc[2];
             for (int w = 0; w < job->nweights; w++) {
                 const int direct = w == 0 && !scratch_c0;
                 c[w] = direct ? job->c_direct + m0 * N + n0 : s.c[w];
                 ldc[w] = direct ? N : cols;
-                if (bf16_dot) {
-                    tile_ctx t = {job, m0, n0};
-                    st = kk__cpu_gemm_bf16(rows, cols, K, (const uint16_t *)job->a + m0 * K, K,
-                                           (const uint16_t *)job->b[w] + n0 * K, K, c[w], ldc[w],
-                                           fused ? epilogue_tile : NULL, &t);
-                    if (st != KK_OK) break;
-                    continue;
-                }
+            }
+            for (int w = 0; w < job->nweights; w++) {
                 if (grouped) {
                     group_product(job, a, b[w], c[w], ldc[w], s.p, m0, rows, n0, cols);
                 } else {
@@ -241,7 +252,7 @@ kk_status kk__cpu_gemm_run(const kk__gemm_job *job, const char *op) {
                                 0.0f, c[w], (blasint)ldc[w]);
                 }
             }
-            if (job->row && !fused && st == KK_OK) epilogue(job, c, ldc, m0, rows, n0, cols);
+            if (job->row && st == KK_OK) epilogue(job, c, ldc, m0, rows, n0, cols);
         }
     }
     scratch_free(&s);

@@ -50,9 +50,11 @@ double kk__activation_f64(int act, double x) {
     const double sqrt_half = 0.70710678118654752440, sqrt_2_over_pi = 0.79788456080286535588;
     switch (act) {
     case KK__ACT_RELU: return x > 0.0 ? x : 0.0;
-    case KK__ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x * sqrt_half));
-    case KK__ACT_GELU_TANH:
-        return 0.5 * x * (1.0 + tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
+    /* 1 + erf and 1 + tanh cancel for x far below 0 (1 + tanh(-38) is 0 in
+     * double, the true value 2e-33): erfc and the sigmoid form do not */
+    case KK__ACT_GELU_ERF: return 0.5 * x * erfc(-x * sqrt_half);
+    case KK__ACT_GELU_TANH: /* 0.5 (1 + tanh u) = sigmoid(2u) */
+        return x / (1.0 + exp(-2.0 * sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
     case KK__ACT_SILU:
     case KK__ACT_SWIGLU: return x / (1.0 + exp(-x)); /* x * sigmoid(x); -inf.. gives -0 */
     default: return x;
@@ -93,12 +95,10 @@ double kk__activation_slope_f64(int act, double x) {
     const double inv_sqrt_2pi = 0.39894228040143267794;
     switch (act) {
     case KK__ACT_RELU: return x >= 0.0 ? 1.0 : 0.0;
-    case KK__ACT_GELU_ERF:
-        return 0.5 * (1.0 + erf(x * sqrt_half)) + x * inv_sqrt_2pi * exp(-0.5 * x * x);
-    case KK__ACT_GELU_TANH: {
-        const double t = tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x));
-        return 0.5 * (1.0 + t) +
-               0.5 * x * (1.0 - t * t) * sqrt_2_over_pi * (1.0 + 3.0 * 0.044715 * x * x);
+    case KK__ACT_GELU_ERF: return 0.5 * erfc(-x * sqrt_half) + x * inv_sqrt_2pi * exp(-0.5 * x * x);
+    case KK__ACT_GELU_TANH: { /* t = tanh u = 2s - 1, s = sigmoid(2u): no cancellation */
+        const double s = 1.0 / (1.0 + exp(-2.0 * sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
+        return s + 2.0 * x * s * (1.0 - s) * sqrt_2_over_pi * (1.0 + 3.0 * 0.044715 * x * x);
     }
     case KK__ACT_SILU:
     case KK__ACT_SWIGLU: {

@@ -85,6 +85,16 @@ static void norm2_add(norm2 *n, double x) {
 static double norm2_value(const norm2 *n) { return n->scale * sqrt(n->ssq); }
 
 /* The spacing of the dtype's subnormals (its smallest positive value). */
+/* f32 and bf16 share f32's exponent range, below whose smallest normal
+ * (2^-126) kernels keep no relative accuracy: they flush subnormal
+ * intermediates (CUDA's fast division and exponential) or keep them out of
+ * that range on purpose (the CPU's clamped e^x: a SiLU or tanh-GELU of
+ * x < -10 is x / e^88, about 1e-37, where the true value is 1e-43). Their
+ * floor is 16 smallest normals; 0 for the others. */
+static double normal_floor(kk_dtype dt) {
+    return dt == KK_DTYPE_F32 || dt == KK_DTYPE_BF16 ? ldexp(1.0, -122) : 0.0;
+}
+
 static double subnormal_step(kk_dtype dt) {
     switch (dt) {
     case KK_DTYPE_F16: return ldexp(1.0, -24);
@@ -169,8 +179,9 @@ kk_status kk_check_output_scaled(const void *out, kk_dtype dtype, const double *
      * lone f32 GEMM output of 4e-3 from terms summing to 35 in absolute
      * value). Where nothing cancels, ||m|| is ||ref|| times far less than
      * 1 / acc and the relative limit decides. */
-    const double floor_l2 = sqrt((double)count) * 0.5 * subnormal_step(dtype) +
-                            (mag ? tol->acc * norm2_value(&mag_norm) : 0.0);
+    const double floor_l2 =
+        sqrt((double)count) * fmax(0.5 * subnormal_step(dtype), normal_floor(dtype)) +
+        (mag ? tol->acc * norm2_value(&mag_norm) : 0.0);
     const int l2_ok = !(tol->criteria & KK_CHECK_L2) || r->rel_l2_err <= tol->l2 ||
                       (r->nonfinite_count == 0 && diff <= tol->l2 * norm + floor_l2);
     r->pass = r->nonfinite_count == 0 && elem_ok && l2_ok;
