@@ -5,7 +5,9 @@
  * (b is packed by the library's AVX-512 code); the real instructions are
  * tested by test_cpu_gemm.c on a CPU with AMX. Exact on small integers
  * (every product and partial sum exact in f32), on strided operands and an
- * output row stride past N. */
+ * output row stride past N. kk__cpu_gemm_bf16_pair's amx branch (one or two
+ * weights, its 8 MiB blocks of rows) runs here on the emulated tiles too,
+ * through kk__cpu_gemm_bf16_amx_test. */
 #include "testutil.h"
 
 #define KK_AMX_EMULATE 1
@@ -14,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu/cpu_isa.h"
 #include "kernelkit/dtype.h"
@@ -133,10 +136,139 @@ static void emulated_tiles_random(void **state) {
     free(a), free(b), free(c);
 }
 
+/* ---- kk__cpu_gemm_bf16_pair's amx branch on the emulated tiles ---- */
+
+/* A small integer in [-r, r] hashed from i: no short period, so a block that
+ * reads another block's rows of a or columns of b shows. */
+static uint16_t small(uint64_t i, int r) {
+    return kk_f32_to_bf16((float)((int)((i * 0x9E3779B97F4A7C15ull) >> 40) % (2 * r + 1) - r));
+}
+
+/* The epilogue: both products of each element once, from tiles inside the
+ * caller's c0 and c1 when it gives them. */
+typedef struct pair_seen {
+    int64_t m, n, ldc;
+    float *c[2];   /* the caller's, or NULL */
+    float *out[2]; /* [m][n]; out[1] NULL with one weight */
+    unsigned char *hit;
+    int bad;
+} pair_seen;
+
+static void pair_tile(void *ctx, float *c0, float *c1, int64_t ldc, int64_t i0, int64_t rows,
+                      int64_t j0, int64_t cols) {
+    pair_seen *s = ctx;
+    if (!c0 || !c1 != !s->out[1] || i0 < 0 || rows < 1 || i0 + rows > s->m || j0 < 0 || cols < 1 ||
+        j0 + cols > s->n)
+        s->bad = 1;
+    if (s->c[0] && (ldc != s->ldc || c0 != s->c[0] + i0 * ldc + j0 ||
+                    (s->c[1] && c1 != s->c[1] + i0 * ldc + j0)))
+        s->bad = 1;
+    for (int64_t i = 0; i < rows && !s->bad; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            const int64_t at = (i0 + i) * s->n + j0 + j;
+            s->hit[at]++;
+            s->out[0][at] = c0[i * ldc + j];
+            if (c1) s->out[1][at] = c1[i * ldc + j];
+        }
+}
+
+/* One shape, one and two weights, with the caller's c (row stride past N)
+ * and without (c0 NULL: our scratch in blocks of rows); `blocks` are the
+ * blocks of rows expected without c, for one and two weights. */
+static void pair_exact(int64_t M, int64_t N, int64_t K, int pad, const int blocks[2]) {
+    const int64_t lda = K + pad, ldb = K + 2 * pad, ldc = N + 3 * pad;
+    uint16_t *a = malloc(sizeof(uint16_t) * (size_t)(M * lda)), *b[2];
+    float *c[2], *out[2], *ref[2];
+    unsigned char *hit = malloc((size_t)(M * N));
+    assert_true(a && hit);
+    for (int64_t i = 0; i < M * lda; i++) a[i] = small((uint64_t)i, 4);
+    for (int w = 0; w < 2; w++) {
+        b[w] = malloc(sizeof(uint16_t) * (size_t)(N * ldb));
+        c[w] = malloc(sizeof(float) * (size_t)(M * ldc));
+        out[w] = malloc(sizeof(float) * (size_t)(M * N));
+        ref[w] = malloc(sizeof(float) * (size_t)(M * N)); /* exact: small integers */
+        assert_true(b[w] && c[w] && out[w] && ref[w]);
+        for (int64_t i = 0; i < N * ldb; i++) b[w][i] = small((uint64_t)(i + w * N * ldb), 3 - w);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double sum = 0.0;
+                for (int64_t k = 0; k < K; k++)
+                    sum +=
+                        (double)kk_bf16_to_f32(a[i * lda + k]) * kk_bf16_to_f32(b[w][j * ldb + k]);
+                ref[w][i * N + j] = (float)sum;
+            }
+    }
+    for (int own = 0; own < 2; own++)
+        for (int nw = 1; nw <= 2; nw++) {
+            for (int64_t i = 0; i < M * ldc; i++) c[0][i] = c[1][i] = -12345.0f;
+            for (int64_t i = 0; i < M * N; i++) out[0][i] = out[1][i] = NAN;
+            memset(hit, 0, (size_t)(M * N));
+            float *c0 = own ? NULL : c[0], *c1 = own || nw < 2 ? NULL : c[1];
+            pair_seen s = {M, N, ldc, {c0, c1}, {out[0], nw == 2 ? out[1] : NULL}, hit, 0};
+            const long before = kk__cpu_gemm_bf16_amx_runs();
+            kk_assert_ok(kk__cpu_gemm_bf16_pair(M, N, K, a, lda, b[0], nw == 2 ? b[1] : NULL, ldb,
+                                                c0, c1, ldc, pair_tile, &s));
+            /* one product per weight and block of rows */
+            assert_int_equal(kk__cpu_gemm_bf16_amx_runs() - before,
+                             nw * (own ? blocks[nw - 1] : 1));
+            assert_false(s.bad);
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    if (hit[i * N + j] != 1)
+                        fail_msg("%lldx%lldx%lld own %d weights %d: [%lld][%lld] given to the "
+                                 "epilogue %d times",
+                                 (long long)M, (long long)N, (long long)K, own, nw, (long long)i,
+                                 (long long)j, hit[i * N + j]);
+                    for (int w = 0; w < nw; w++) {
+                        const float want = ref[w][i * N + j], got = out[w][i * N + j];
+                        /* the caller's c holds the products too */
+                        const float in_c = own ? want : c[w][i * ldc + j];
+                        if (got != want || in_c != want)
+                            fail_msg("%lldx%lldx%lld own %d weights %d: c%d[%lld][%lld] = %g (in "
+                                     "c: %g), want %g",
+                                     (long long)M, (long long)N, (long long)K, own, nw, w,
+                                     (long long)i, (long long)j, got, in_c, want);
+                    }
+                }
+            for (int64_t i = 0; i < M; i++) /* columns past N untouched */
+                for (int64_t j = N; j < ldc; j++)
+                    assert_true(c[0][i * ldc + j] == -12345.0f && c[1][i * ldc + j] == -12345.0f);
+            if (own || nw < 2) /* c1 untouched where not given */
+                for (int64_t i = 0; i < M * ldc; i++) assert_true(c[1][i] == -12345.0f);
+        }
+    free(a), free(hit);
+    for (int w = 0; w < 2; w++) free(b[w]), free(c[w]), free(out[w]), free(ref[w]);
+}
+
+static void pair_on_emulated_tiles(void **state) {
+    (void)state;
+    if (kk__cpu_isa_supported() < KK__ISA_AVX512_BF16) {
+        print_message("skipped: the pair product needs AVX512_BF16\n");
+        skip();
+    }
+    kk__cpu_gemm_bf16_amx_test(kk__cpu_gemm_bf16_amx_emu);
+    /* M, N, K cutting the tiles and the k block; then the 8 MiB blocks (2^21
+     * f32 of nw * N columns): 2097 rows of one weight's 1000 columns, 1048 of
+     * two (3 and 5 blocks, the last short), and the 16-row minimum where
+     * nw * N passes 131072 (70001 columns: 29 rows of one, 14 -> 16 of two) */
+    static const struct {
+        int64_t m, n, k;
+        int pad, blocks[2];
+    } shapes[] = {{1, 1, 1, 0, {1, 1}},
+                  {37, 45, 545, 3, {1, 1}},
+                  {129, 300, 1100, 0, {1, 1}},
+                  {4500, 1000, 33, 3, {3, 5}},
+                  {47, 70001, 3, 1, {2, 3}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        pair_exact(shapes[i].m, shapes[i].n, shapes[i].k, shapes[i].pad, shapes[i].blocks);
+    kk__cpu_gemm_bf16_amx_test(NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(emulated_tiles_are_exact),
         cmocka_unit_test(emulated_tiles_random),
+        cmocka_unit_test(pair_on_emulated_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

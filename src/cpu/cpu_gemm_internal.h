@@ -98,6 +98,12 @@ kk_status kk__cpu_gemm_bf16_pair(int64_t m, int64_t n, int64_t K, const uint16_t
                                  const uint16_t *b0, const uint16_t *b1, int64_t ldb, float *c0,
                                  float *c1, int64_t ldc, kk__cpu_tile2_fn done, void *ctx);
 
+/* Tests only: set (NULL: off), kk__cpu_gemm_bf16_pair takes its amx branch on
+ * `kernel` (emulated tiles) below the amx level too, so CPUs without AMX run it. */
+typedef kk_status (*kk__cpu_bf16_product_fn)(int64_t m, int64_t n, int64_t K, const uint16_t *a,
+                                             int64_t lda, const uint16_t *b, int64_t ldb, float *c,
+                                             int64_t ldc, kk__cpu_tile_fn done, void *ctx);
+void kk__cpu_gemm_bf16_amx_test(kk__cpu_bf16_product_fn kernel);
 /* The same product on AMX tiles (gemm_bf16_amx.c), which kk__cpu_gemm_bf16
  * and kk__cpu_gemm_bf16_pair call at the amx level (once per weight and block
  * of rows); kk__cpu_gemm_bf16_amx_runs counts those calls (tests check that the

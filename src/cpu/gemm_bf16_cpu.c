@@ -204,6 +204,10 @@ static atomic_long amx_runs;
 
 long kk__cpu_gemm_bf16_amx_runs(void) { return atomic_load(&amx_runs); }
 
+static _Atomic(kk__cpu_bf16_product_fn) amx_test;
+
+void kk__cpu_gemm_bf16_amx_test(kk__cpu_bf16_product_fn kernel) { atomic_store(&amx_test, kernel); }
+
 /* The scratch of the packed operands, kept between calls: pages of a fresh
  * allocation of tens of MiB would be faulted in on every call. One call at a
  * time uses it; a concurrent call allocates its own. */
@@ -269,9 +273,10 @@ static void amx_pair_done(void *ctx, float *c_tile, int64_t ldc, int64_t i0, int
             rows, j0, cols);
 }
 
-static kk_status pair_amx(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
-                          const uint16_t *b0, const uint16_t *b1, int64_t ldb, float *c0, float *c1,
-                          int64_t ldc, kk__cpu_tile2_fn done, void *ctx) {
+static kk_status pair_amx(kk__cpu_bf16_product_fn product, int64_t m, int64_t n, int64_t K,
+                          const uint16_t *a, int64_t lda, const uint16_t *b0, const uint16_t *b1,
+                          int64_t ldb, float *c0, float *c1, int64_t ldc, kk__cpu_tile2_fn done,
+                          void *ctx) {
     const int nw = b1 ? 2 : 1;
     int64_t rows = m;
     float *own = NULL;
@@ -292,12 +297,12 @@ static kk_status pair_amx(int64_t m, int64_t n, int64_t K, const uint16_t *a, in
         amx_pair p = {d0, b1 ? d1 : NULL, i, done, ctx};
         if (b1) {
             atomic_fetch_add(&amx_runs, 1);
-            st = kk__cpu_gemm_bf16_amx(r, n, K, a + i * lda, lda, b0, ldb, d0, ldc, NULL, NULL);
+            st = product(r, n, K, a + i * lda, lda, b0, ldb, d0, ldc, NULL, NULL);
         }
         if (st == KK_OK) {
             atomic_fetch_add(&amx_runs, 1);
-            st = kk__cpu_gemm_bf16_amx(r, n, K, a + i * lda, lda, b1 ? b1 : b0, ldb, b1 ? d1 : d0,
-                                       ldc, done ? amx_pair_done : NULL, &p);
+            st = product(r, n, K, a + i * lda, lda, b1 ? b1 : b0, ldb, b1 ? d1 : d0, ldc,
+                         done ? amx_pair_done : NULL, &p);
         }
     }
     free(own);
@@ -353,20 +358,24 @@ kk_status kk__cpu_gemm_bf16_pair(int64_t m, int64_t n, int64_t K, const uint16_t
         return kk__error(KK_ERR_UNSUPPORTED, "gemm", "the bf16 product needs AVX512_BF16");
     if (!c0 && !done)
         return kk__error(KK_ERR_INVALID_ARGUMENT, "gemm", "a product with no c needs an epilogue");
-    if (kk__cpu_isa() >= KK__ISA_AMX)
-        return pair_amx(m, n, K, a, lda, b0, b1, ldb, c0, c1, ldc, done, ctx);
     const int nw = b1 ? 2 : 1, nt = kk__cpu_threads();
     const uint16_t *const b[2] = {b0, b1};
     float *const c[2] = {c0, c1};
     const int64_t nkb = (K + KC - 1) / KC;
     if (K <= 0 && !c0)
         return kk__error(KK_ERR_INVALID_ARGUMENT, "gemm", "K = %lld: no product", (long long)K);
-    if (K <= 0) { /* no products: zeros */
+    if (K <= 0) { /* no products: zeros (at every level: the tiles have no k block to run) */
         for (int w = 0; w < nw; w++)
-            for (int64_t i = 0; i < m; i++) memset(c[w] + i * ldc, 0, (size_t)n * sizeof(float));
+            if (c[w])
+                for (int64_t i = 0; i < m; i++)
+                    memset(c[w] + i * ldc, 0, (size_t)n * sizeof(float));
         if (done) done(ctx, c0, c1, ldc, 0, m, 0, n);
         return KK_OK;
     }
+    const kk__cpu_bf16_product_fn test = atomic_load(&amx_test);
+    if (test || kk__cpu_isa() >= KK__ISA_AMX)
+        return pair_amx(test ? test : kk__cpu_gemm_bf16_amx, m, n, K, a, lda, b0, b1, ldb, c0, c1,
+                        ldc, done, ctx);
     /* work items: column blocks, and the rows split when there are fewer than
      * 8 blocks a thread (each row range packs its blocks of b again; fewer
      * items leave a thread idle at the end, on a shared machine for as long
@@ -419,6 +428,8 @@ kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, 
 int kk__cpu_gemm_bf16_available(void) { return 0; }
 
 long kk__cpu_gemm_bf16_amx_runs(void) { return 0; }
+
+void kk__cpu_gemm_bf16_amx_test(kk__cpu_bf16_product_fn kernel) { (void)kernel; }
 
 kk_status kk__cpu_gemm_bf16(int64_t m, int64_t n, int64_t K, const uint16_t *a, int64_t lda,
                             const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
