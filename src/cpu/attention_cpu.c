@@ -30,31 +30,10 @@ const kk__att_kernels *kk__att_kernels_for(kk__isa isa) {
 
 const kk__att_kernels *kk__att_kernels_best(void) { return kk__att_kernels_for(kk__cpu_isa()); }
 
-/* kk_op_run has checked the tensors; a harness bug must still not become a
- * wild write, so the cheap checks are repeated. q, k, v and o may be strided
- * views (the row's `strided`: a [B,S,H,D] buffer seen as [B,H,S,D]) with the
- * head dim contiguous: the blocks read rows through the strides; lse is
- * written contiguously. */
-static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
-    kk_status st = KK__CHECK_NOT_NULL(p);
-    if (st != KK_OK) return st;
-    kk_op_tensor d[KK_OP_MAX_TENSORS];
-    const int n = kk__attention_describe(p, d);
-    for (int k = 0; k < n; k++) {
-        const int layout_ok =
-            t && t[k] &&
-            (kk_tensor_is_contiguous(t[k]) || (k < 4 && t[k]->ndim == 4 && t[k]->strides[3] == 1));
-        if (!layout_ok || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
-            t[k]->device_kind != KK_BACKEND_CPU)
-            return kk__arg_error(
-                KK_ERR_INVALID_ARGUMENT, "attention", d[k].name,
-                k < 4 ? "a tensor of the described dtype and size on the cpu, its "
-                        "last dimension contiguous"
-                      : "a contiguous tensor of the described dtype and size on the cpu",
-                "%s", t && t[k] ? t[k]->device : "NULL");
-    }
-    return KK_OK;
-}
+/* q, k, v and o may be strided views (the row's `strided`: a [B,S,H,D] buffer
+ * seen as [B,H,S,D]) with the head dim contiguous: the blocks read rows
+ * through the strides; lse is written contiguously. */
+#define ATT_STRIDED 0xFu
 
 static kk__att_geom geometry(const kk_op_params *p, kk_tensor *const *t) {
     kk__att_geom g = {.p = p,
@@ -159,7 +138,7 @@ static uint32_t *v_to_pairs(kk__att_geom *g) {
 
 kk_status kk__attention_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
-    kk_status st = check_tensors(p, t);
+    kk_status st = kk__cpu_check_tensors_strided(p, t, ATT_STRIDED);
     if (st != KK_OK) return st;
     kk__att_geom g = geometry(p, t);
     void *kv_copy = v_to_pairs(&g);

@@ -14,29 +14,10 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "cpu/attention_cpu.h"
+#include "cpu/cpu_rows.h"
 #include "core/threads.h"
 #include "cpu/cpu_kernels.h"
 #include "opdef/attention_varlen.h"
-
-/* kk_op_run has checked the tensors; a harness bug must still not become a
- * wild access, so the cheap checks are repeated. */
-static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
-    kk_op_tensor d[KK_OP_MAX_TENSORS];
-    const int n = kk__attention_varlen_describe(p, d);
-    for (int k = 0; k < n; k++) {
-        const kk_tensor *x = t ? t[k] : NULL;
-        const int rows_ok = x && (d[k].dtype == KK_DTYPE_INT32
-                                      ? kk_tensor_is_contiguous(x)
-                                      : x->ndim == d[k].ndim && x->strides[x->ndim - 1] == 1);
-        if (!rows_ok || x->dtype != d[k].dtype || kk_tensor_numel(x) != d[k].numel ||
-            x->device_kind != KK_BACKEND_CPU)
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", d[k].name,
-                                 "a tensor of the described dtype and size on the cpu, its "
-                                 "innermost dimension contiguous",
-                                 "%s", x ? x->device : "NULL");
-    }
-    return KK_OK;
-}
 
 /* An int32 cu_seqlens tensor as checked int64 offsets. */
 static kk_status read_cu(const kk_tensor *t, const char *name, int64_t nseq, int64_t total,
@@ -100,7 +81,9 @@ static const void *advance(const void *base, kk_dtype dt, int64_t elements) {
 kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     kk_status st = KK__CHECK_NOT_NULL(p);
-    if (st == KK_OK) st = check_tensors(p, t);
+    /* the packed q, k, v, o may be strided views, the head dim contiguous
+     * (cu_seqlens are 1-D: contiguous either way) */
+    if (st == KK_OK) st = kk__cpu_check_tensors_strided(p, t, ~0u);
     if (st != KK_OK) return st;
     kk__varlen_dims d;
     kk__attention_varlen_dims(p, &d);

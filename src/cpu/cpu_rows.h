@@ -220,20 +220,34 @@ static inline void kk__row_stream_fence(void) {
 
 /* What a kernel slot checks before it touches memory: the tensors are what
  * the parameters describe, on the CPU. kk_op_run has checked all of this; a
- * harness bug must still not turn into a wild write. */
-static inline kk_status kk__cpu_check_tensors(const kk_op_params *p, kk_tensor *const *t) {
+ * harness bug must still not turn into a wild write. Tensor k may be a strided
+ * view (the slot row's `strided`: its described rank, the last dimension
+ * contiguous) where bit k of `strided` is set; the others are contiguous. */
+static inline kk_status kk__cpu_check_tensors_strided(const kk_op_params *p, kk_tensor *const *t,
+                                                      unsigned strided) {
     if (!p || !p->op)
         return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "kk__cpu_check_tensors", "p",
                              "parameters of a registered op", "%s", p ? "no op" : "NULL");
     kk_op_tensor d[KK_OP_MAX_TENSORS];
     const int n = p->op->describe(p, d);
-    for (int k = 0; k < n; k++)
-        if (!t || !t[k] || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
-            !kk_tensor_is_contiguous(t[k]) || t[k]->device_kind != KK_BACKEND_CPU)
+    for (int k = 0; k < n; k++) {
+        const kk_tensor *x = t ? t[k] : NULL;
+        const int rows = (strided >> k) & 1;
+        const int layout_ok = x && (kk_tensor_is_contiguous(x) ||
+                                    (rows && x->ndim == d[k].ndim && x->strides[x->ndim - 1] == 1));
+        if (!layout_ok || x->dtype != d[k].dtype || kk_tensor_numel(x) != d[k].numel ||
+            x->device_kind != KK_BACKEND_CPU)
             return kk__arg_error(KK_ERR_INVALID_ARGUMENT, p->op->name, d[k].name,
-                                 "a contiguous CPU tensor of the described dtype and size", "%s",
-                                 t && t[k] ? kk_dtype_name(t[k]->dtype) : "NULL");
+                                 rows ? "a CPU tensor of the described dtype and size, its last "
+                                        "dimension contiguous"
+                                      : "a contiguous CPU tensor of the described dtype and size",
+                                 "%s", x ? kk_dtype_name(x->dtype) : "NULL");
+    }
     return KK_OK;
+}
+
+static inline kk_status kk__cpu_check_tensors(const kk_op_params *p, kk_tensor *const *t) {
+    return kk__cpu_check_tensors_strided(p, t, 0);
 }
 
 #endif

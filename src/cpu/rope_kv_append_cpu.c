@@ -27,32 +27,6 @@ static kk_status same_buffer(const kk_tensor *in, const kk_tensor *out, const ch
                          "a buffer overlapping it at %+lld bytes", (long long)(b - a));
 }
 
-/* kk_op_run has checked the tensors (the row is `strided`); a harness bug
- * must still not become a wild write, so the cheap checks are repeated: q, k,
- * v and q_out [B,H,S,D] with D contiguous, the rest contiguous. */
-static kk_status check_tensors(const kk_op_params *p, kk_tensor *const *t) {
-    kk_status st = KK__CHECK_NOT_NULL(p);
-    if (st != KK_OK) return st;
-    kk_op_tensor d[KK_OP_MAX_TENSORS];
-    const int n = p->op->describe(p, d);
-    for (int k = 0; k < n; k++) {
-        const int rows =
-            k == KK__RKV_T_Q || k == KK__RKV_T_K || k == KK__RKV_T_V || k == KK__RKV_T_Q_OUT;
-        const int layout_ok =
-            t && t[k] &&
-            (kk_tensor_is_contiguous(t[k]) || (rows && t[k]->ndim == 4 && t[k]->strides[3] == 1));
-        if (!layout_ok || t[k]->dtype != d[k].dtype || kk_tensor_numel(t[k]) != d[k].numel ||
-            t[k]->device_kind != KK_BACKEND_CPU)
-            return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "rope_kv_append", d[k].name,
-                                 rows ? "a [B,H,S,D] tensor of the described dtype on the cpu, "
-                                        "D contiguous"
-                                      : "a contiguous tensor of the described dtype and size "
-                                        "on the cpu",
-                                 "%s", t && t[k] ? t[k]->device : "NULL");
-    }
-    return KK_OK;
-}
-
 /* Row (b, h, s) of a [B,H,S,D] tensor, by its strides. */
 static char *row_of(const kk_tensor *x, int64_t b, int64_t h, int64_t s, size_t es) {
     return (char *)x->data +
@@ -61,7 +35,10 @@ static char *row_of(const kk_tensor *x, int64_t b, int64_t h, int64_t s, size_t 
 
 kk_status kk__rope_kv_append_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
-    kk_status st = check_tensors(p, t);
+    /* q, k, v and q_out [B,H,S,D] may be strided views, D contiguous; the
+     * caches are whole contiguous buffers */
+    kk_status st = kk__cpu_check_tensors_strided(
+        p, t, 1u << KK__RKV_T_Q | 1u << KK__RKV_T_K | 1u << KK__RKV_T_V | 1u << KK__RKV_T_Q_OUT);
     if (st != KK_OK) return st;
     const int64_t B = p->i[KK__RKV_B], Hq = p->i[KK__RKV_HQ], Hkv = p->i[KK__RKV_HKV];
     const int64_t S = p->i[KK__RKV_S], smax = p->i[KK__RKV_SMAX], D = p->i[KK__RKV_D];
