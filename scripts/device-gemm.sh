@@ -7,6 +7,11 @@
 # with the Hopper kernel in 2-CTA clusters (KK_GEMM_SM90=cluster) beside it.
 # PART=checks or PART=bench runs half; PART=quick (under 3 minutes): build,
 # tests/test_cuda_gemm, and three bf16 GEMMs timed single vs cluster.
+# PART=epilogue (about 7 minutes): build, tests/test_cuda_gemm, fresh-seed
+# checks of gemm and linear (fuzz 300 bf16+f16), memcheck and racecheck on
+# the Hopper kernel's epilogues, then bench/suites/gemm-epilogue.json with the
+# TMA-stored epilogue (the default) and the register-stored one
+# (KK_GEMM_EPILOGUE=regs) beside PyTorch in the same run.
 # Results in $OUT/gemm-<part>.tgz.
 set -uo pipefail
 out=${OUT:-/tmp/kk-out}
@@ -35,6 +40,50 @@ if [ "$part" = quick ]; then
         --params $shape,dtype=bf16 --time-budget 2 2>&1 | grep median | sed 's/  CI \[[^]]*\]//')"
     done
   done | tee "$LOGS/quick-bench.txt"
+  exit 0
+fi
+
+if [ "$part" = epilogue ]; then
+  echo "== tests/test_cuda_gemm"
+  timeout 150 ./$b/tests/test_cuda_gemm > "$LOGS/test_cuda_gemm.txt" 2>&1
+  echo "exit $? $(grep -E 'PASSED|FAILED' "$LOGS/test_cuda_gemm.txt" | tr '\n' ' ')"
+  grep -E "^\s+(FAIL|ERROR)|\[  FAILED|Error|error" "$LOGS/test_cuda_gemm.txt" | head -8
+  echo "== fresh seeds"
+  for op in gemm linear; do
+    s=$RANDOM
+    timeout 100 $k check --op $op --device cuda:0 --fuzz 300 --dtype bf16,f16 --seed $s \
+      > "$LOGS/fuzz-$op.txt" 2>&1
+    echo "$op fuzz 300 seed $s: $(tail -1 "$LOGS/fuzz-$op.txt")"; grep FAIL "$LOGS/fuzz-$op.txt" | head -3
+  done
+  echo "== compute-sanitizer on the Hopper epilogues (M = 200: tiles past M and N)"
+  for tool in memcheck racecheck; do
+    for form in "activation=gelu_tanh residual=1" "activation=swiglu residual=1"; do
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op linear \
+        --device cuda:0 --params "M=200 N=300 K=136 bias=1 $form dtype=bf16" \
+        > "$LOGS/san-$tool-${form%% *}.txt" 2>&1
+      echo "$tool ${form%% *}: exit $? $(tail -1 "$LOGS/san-$tool-${form%% *}.txt")"
+    done
+  done
+  echo "== bench/suites/gemm-epilogue.json: TMA epilogue, register epilogue, PyTorch"
+  $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1
+  $k bench --device cuda:0 --suite bench/suites/gemm-epilogue.json --time-budget ${BUDGET:-1} \
+    -o "$LOGS/gemm-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//' > "$LOGS/bench-tma.txt"
+  KK_GEMM_EPILOGUE=regs $k bench --device cuda:0 --suite bench/suites/gemm-epilogue.json \
+    --time-budget ${BUDGET:-1} -o "$LOGS/gemm-regs.json" 2>&1 | grep median |
+    sed 's/  CI \[[^]]*\]//' > "$LOGS/bench-regs.txt"
+  (cd bench && timeout 240 python3 compare_torch_linear.py suites/gemm-epilogue.json /tmp/gemm-samples.json) \
+    > "$LOGS/torch-gemm.txt" 2>&1; tail -2 "$LOGS/torch-gemm.txt"
+  $k bench --device cuda:0 --import /tmp/gemm-samples.json -o "$LOGS/gemm-torch.json" > /dev/null 2>&1
+  nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$LOGS/nvidia-smi-q-after.txt" 2>&1
+  $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
+  $k report "$LOGS/gemm-regs.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report-regs.md" > /dev/null 2>&1
+  echo "(TFLOP/s: regs, tma, tma/regs)"
+  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
+       NR == FNR { r[$1] = tf($0); next }
+       { t = tf($0); s = ($1 in r) ? r[$1] : "-"
+         printf "%-44s %8s %8s %6s\n", $1, s, t, (s + 0 > 0 && t + 0 > 0) ? sprintf("%.3f", t / s) : "-" }' \
+    "$LOGS/bench-regs.txt" "$LOGS/bench-tma.txt" | tee "$LOGS/regs-vs-tma.txt"
+  grep -E "^\| .(linear|gemm)/" "$LOGS/gemm-report.md" | awk -F'|' '{print $2, $9, $11}' | head -20
   exit 0
 fi
 

@@ -2,7 +2,8 @@
 /* gemm and linear on CUDA through the checker (fresh seeded inputs, outputs
  * poisoned, the float64 reference): odd sizes, K not a multiple of 8 (the
  * element-load path), every activation, bias, residual and SwiGLU, bf16 and
- * f16; the Hopper kernel's 2-CTA cluster form forced (KK_GEMM_SM90=cluster);
+ * f16; the Hopper kernel's 2-CTA cluster form forced (KK_GEMM_SM90=cluster),
+ * its TMA-stored and register-stored epilogues giving the same bits;
  * strided views give the bits of contiguous tensors; a wrong CUDA kernel
  * FAILs. f32 both ways (KK_TF32=0: the exact FMA kernel under the strict f32
  * row; KK_TF32=1: the TF32 kernel under TF32's row), the TF32 result failing
@@ -385,6 +386,96 @@ static void strided_views_give_the_same_bits(void **state) {
     unsetenv("KK_GEMM_KERNEL");
 }
 
+/* The Hopper kernel's two epilogues (stored with the TMA through shared
+ * memory, the default where y's rows are 16-byte aligned; straight from
+ * registers with KK_GEMM_EPILOGUE=regs or where they are not) pass the
+ * checker with every activation, bias and residual at M > 64 (N = 300: a
+ * box past N clipped, M = 200: a tile past M), and give the same bits: y
+ * contiguous, y a view with 16-byte rows (pad 8: the TMA) and with odd rows
+ * (pad 3: registers), residual separate and residual = y. */
+static uint16_t *epilogue_bits(const uint16_t *hx, const uint16_t *hw, const uint16_t *hb,
+                               const uint16_t *hr, int M, int N, int K, kk_activation act,
+                               int swiglu, int pad, int res_is_y) {
+    const kk_dtype dt = KK_DTYPE_BF16;
+    kk_tensor *x, *w, *wu, *b, *r, *yb, *y, *h[5];
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, K}, &x));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){N, K}, &w));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){N, K}, &wu));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 1, (int64_t[]){N}, &b));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, N}, &r));
+    kk_assert_ok(kk_tensor_create("cuda:0", dt, 2, (int64_t[]){M, N + pad}, &yb));
+    kk_assert_ok(kk_tensor_slice(yb, 1, 0, N, 1, &y));
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 2, (int64_t[]){M, K}, NULL, (void *)hx, &h[0]));
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 2, (int64_t[]){N, K}, NULL, (void *)hw, &h[1]));
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 2, (int64_t[]){N, K}, NULL, (void *)(hw + K), &h[2]));
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 1, (int64_t[]){N}, NULL, (void *)hb, &h[3]));
+    kk_assert_ok(kk_tensor_wrap("cpu", dt, 2, (int64_t[]){M, N}, NULL, (void *)hr, &h[4]));
+    kk_assert_ok(kk_tensor_copy(x, h[0]));
+    kk_assert_ok(kk_tensor_copy(w, h[1]));
+    kk_assert_ok(kk_tensor_copy(wu, h[2]));
+    kk_assert_ok(kk_tensor_copy(b, h[3]));
+    kk_assert_ok(kk_tensor_copy(r, h[4]));
+    if (res_is_y) kk_assert_ok(kk_tensor_copy(y, r));
+    if (swiglu)
+        kk_assert_ok(kk_swiglu(x, w, wu, b, b, y, NULL));
+    else
+        kk_assert_ok(kk_linear_residual(x, w, b, res_is_y ? y : r, y, act, NULL));
+    kk_assert_ok(kk_op_synchronize("cuda:0", NULL));
+    kk_tensor *hy;
+    kk_assert_ok(kk_tensor_create("cpu", dt, 2, (int64_t[]){M, N}, &hy));
+    kk_assert_ok(kk_tensor_copy(hy, y));
+    uint16_t *bits = malloc(sizeof(uint16_t) * M * N);
+    assert_non_null(bits);
+    memcpy(bits, hy->data, sizeof(uint16_t) * M * N);
+    kk_tensor *all[] = {x, w, wu, b, r, y, yb, hy, h[0], h[1], h[2], h[3], h[4]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
+    return bits;
+}
+
+static void epilogues_agree(void **state) {
+    (void)state;
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < 6; a++)
+            for (int regs = 0; regs < 2; regs++) {
+                char text[192];
+                if (regs) setenv("KK_GEMM_EPILOGUE", "regs", 1);
+                snprintf(text, sizeof text,
+                         "M=200 N=300 K=136 bias=1 activation=%s dtype=%s residual=1", acts[a],
+                         dtypes[d]);
+                expect(kk_test_op("linear"), text, 4000 + 10 * d + a, KK_CASE_PASS);
+                unsetenv("KK_GEMM_EPILOGUE");
+            }
+    enum { M = 200, N = 300, K = 136 };
+    uint16_t *hx = malloc(sizeof(uint16_t) * M * K), *hw = malloc(sizeof(uint16_t) * (N + 1) * K),
+             *hb = malloc(sizeof(uint16_t) * N), *hr = malloc(sizeof(uint16_t) * M * N);
+    assert_true(hx && hw && hb && hr);
+    for (int i = 0; i < M * K; i++) hx[i] = (uint16_t)(0x3f80 + (i * 37 % 256) - 128);
+    for (int i = 0; i < (N + 1) * K; i++) hw[i] = (uint16_t)(0x3c00 + (i * 53 % 512) - 256);
+    for (int i = 0; i < N; i++) hb[i] = (uint16_t)(0x3e00 + (i * 29 % 256) - 128);
+    for (int i = 0; i < M * N; i++) hr[i] = (uint16_t)(0x3f00 + (i * 41 % 256) - 128);
+    static const kk_activation forms[] = {KK_ACT_NONE, KK_ACT_GELU_ERF, KK_ACT_SILU, KK_ACT_NONE};
+    for (int f = 0; f < 4; f++) {
+        const int swiglu = f == 3;
+        uint16_t *want = epilogue_bits(hx, hw, hb, hr, M, N, K, forms[f], swiglu, 0, 0);
+        static const int pads[] = {0, 8, 3};
+        for (int regs = 0; regs < 2; regs++)
+            for (int pi = 0; pi < 3; pi++)
+                for (int alias = 0; alias < (swiglu ? 1 : 2); alias++) {
+                    if (regs) setenv("KK_GEMM_EPILOGUE", "regs", 1);
+                    uint16_t *got =
+                        epilogue_bits(hx, hw, hb, hr, M, N, K, forms[f], swiglu, pads[pi], alias);
+                    unsetenv("KK_GEMM_EPILOGUE");
+                    assert_memory_equal(got, want, sizeof(uint16_t) * M * N);
+                    free(got);
+                }
+        free(want);
+    }
+    free(hx);
+    free(hw);
+    free(hb);
+    free(hr);
+}
+
 /* f32, both settings: x viewed in [M, K + pad] and y in [M, N + pad] give the
  * bits of the contiguous run (pad 4 keeps 16-byte rows: float4 / cp.async
  * loads; pad 1 takes the element loads). SwiGLU with bias and residual. */
@@ -510,6 +601,7 @@ int main(void) {
         cmocka_unit_test(tf32_fails_the_strict_row),
         cmocka_unit_test(wrong_kernels_fail),
         cmocka_unit_test(strided_views_give_the_same_bits),
+        cmocka_unit_test(epilogues_agree),
         cmocka_unit_test(f32_strided_views_give_the_same_bits),
         cmocka_unit_test(sm80_kernel_passes),
         cmocka_unit_test(cluster_kernel_passes),

@@ -1,8 +1,9 @@
 // The gemm and linear slots on CUDA: their tensors to the kernels' arguments
 // (strides read off the tensors), the choice of kernel (the GEMV for M <= 8,
 // the skinny tensor-core kernel for M <= 64, Hopper's where the device and the
-// tensor maps allow, else the sm_80-class one; KK_GEMM_KERNEL=sm80|sm90 forces one; KK_GEMM_SM90=cluster|single picks
-// the Hopper kernel's form), the launch. bf16 and f16 here; f32 goes to
+// tensor maps allow, else the sm_80-class one; KK_GEMM_KERNEL=sm80|sm90 forces one;
+// KK_GEMM_SM90=cluster|single picks the Hopper kernel's form, KK_GEMM_EPILOGUE=regs
+// its register-stored epilogue), the launch. bf16 and f16 here; f32 goes to
 // kk_gemm::launch_f32 (gemm_f32.cu: TF32 or exact FMA by the configuration).
 // docs/kernels/gemm.md.
 #include <cuda_runtime.h>
@@ -168,21 +169,33 @@ template <auto Kernel> int clusters_that_fit() {
     return v - 1;
 }
 
+// KK_GEMM_EPILOGUE=regs: the Hopper kernel stores straight from registers
+// (the form before the TMA-stored epilogue), for comparison.
+bool epilogue_from_registers() {
+    const char *e = getenv("KK_GEMM_EPILOGUE");
+    return e && strcmp(e, "regs") == 0;
+}
+
 // The Hopper kernel, or cudaErrorNotSupported when the tensors do not suit
 // the tensor maps (the caller then launches the sm_80-class kernel).
-// CLUSTER: the 2-CTA form (its b boxes are half of a tile).
+// CLUSTER: the 2-CTA form (its b boxes are half of a tile). Its epilogue
+// stores 16 x 64 boxes of c with the TMA where c's rows suit a tensor map
+// (16-byte aligned base and row stride), else straight from registers.
 template <typename T, int ACT, bool CLUSTER>
 cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
     using S = kk_gemm::Sm90;
     constexpr bool GLU = ACT == kk_gemm::ACT_SWIGLU;
     constexpr bool bf16 = std::is_same<T, __nv_bfloat16>::value;
     constexpr int BN = S::BN<GLU>, b_box = CLUSTER ? S::kBHalf : BN;
-    CUtensorMap ta, tb0, tb1;
+    CUtensorMap ta, tb0, tb1, tc;
     if (!matrix_map(&ta, a.a, bf16, a.M, a.K, a.lda, S::BM) ||
         !matrix_map(&tb0, a.b0, bf16, a.N, a.K, a.ldb, b_box) ||
         (GLU && !matrix_map(&tb1, a.b1, bf16, a.N, a.K, a.ldb, b_box)))
         return cudaErrorNotSupported;
     if (!GLU) tb1 = tb0;
+    const int tma_store =
+        !epilogue_from_registers() && matrix_map(&tc, a.c, bf16, a.M, a.N, a.ldc, S::kBoxRows);
+    if (!tma_store) tc = ta; // unused
     auto kernel = kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>;
     cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>>(S::kSmem);
     if (e != cudaSuccess) return e;
@@ -197,11 +210,11 @@ cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
         const int clusters = units < fit ? (int)units : fit;
         cudaLaunchAttribute attr;
         const cudaLaunchConfig_t c = cluster_config((unsigned)(2 * clusters), stream, &attr);
-        return cudaLaunchKernelEx(&c, kernel, ta, tb0, tb1, a);
+        return cudaLaunchKernelEx(&c, kernel, ta, tb0, tb1, tc, a, tma_store);
     } else {
         const long long tiles = tiles_m * tiles_n;
         const int blocks = tiles < kk_cuda::sm_count() ? (int)tiles : kk_cuda::sm_count();
-        kernel<<<blocks, S::kThreads, S::kSmem, stream>>>(ta, tb0, tb1, a);
+        kernel<<<blocks, S::kThreads, S::kSmem, stream>>>(ta, tb0, tb1, tc, a, tma_store);
         return cudaGetLastError();
     }
 }

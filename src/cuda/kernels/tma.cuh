@@ -148,4 +148,37 @@ __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *ten
                  : "memory");
 }
 
+// Stores through the tensor memory accelerator (bulk groups: per thread).
+// The writing threads fence their shared-memory writes for the async proxy,
+// synchronize, then one thread stores the box (out-of-range elements are not
+// written) and commits; before the buffer is written again that thread waits
+// until the store has read it (wait_read), and before exit until it is done.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void tma_store_2d(const void *tensor_map, const void *src, int c0,
+                                             int c1) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+            reinterpret_cast<uint64_t>(tensor_map)),
+        "r"(smem_u32(src)), "r"(c0), "r"(c1)
+        : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// At most N of this thread's bulk groups still reading their shared memory.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// At most N of this thread's bulk groups not yet complete.
+template <int N> __device__ __forceinline__ void bulk_wait() {
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// A hint that [p, p + 128) will be read soon: fetched into L2.
+__device__ __forceinline__ void prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 } // namespace kk_tma
