@@ -8,12 +8,13 @@
 #            test_cpu_gemm_amx_emu, test_calibrate, test_device
 #   ceilings kernelkit calibrate --device cpu (--quick) on 2 and 16 threads:
 #            fp32, vdpbf16ps and the AMX tiles' rate
-#   bench    bench/suites/cpu-linear-bf16.json at the amx level and capped at
-#            avx512_bf16 (KK_CPU_ISA), and PyTorch CPU (the system python's
-#            torch, bench/cpu/torch_cpu.py) on the same cases, KK_NUM_THREADS=2
-#            and 16, ROUNDS rounds (1), BUDGET s a case (1); bench/cpu/ratios.py
+#   bench    the SUITES (cpu-linear-bf16) at the amx level, cpu-linear-bf16
+#            also capped at avx512_bf16 (KK_CPU_ISA), and PyTorch CPU (the
+#            system python's torch, bench/cpu/torch_cpu.py) on the same cases,
+#            KK_NUM_THREADS in THREADS_LIST (2 16), ROUNDS rounds (1), BUDGET s
+#            a case (1); bench/cpu/ratios.py
 #   isa      scripts/cpu-isa-check.sh (FUZZ=100) at avx512_bf16 and amx, with
-#            what is left of the ~6-minute budget
+#            what is left of TOTAL seconds (340)
 # Everything in $OUT/cpu-amx.tgz, the summary also in $OUT/summary.txt.
 #   run(command="cd .gpu-tree && bash scripts/device-cpu-amx.sh", carry=[".gpu-tree"])
 set -uo pipefail
@@ -30,6 +31,9 @@ KK_DEV_CMAKE_ARGS=(-DKK_CUDA=OFF)
 b=${BUILD:-build-cpu-amx}
 ROUNDS=${ROUNDS:-1}
 BUDGET=${BUDGET:-1}
+SUITES=${SUITES:-cpu-linear-bf16}
+THREADS_LIST=${THREADS_LIST:-2 16}
+TOTAL=${TOTAL:-340}
 PY=${TORCH_PYTHON:-python3}
 elapsed() { echo $(($(date +%s) - start)); }
 
@@ -65,9 +69,8 @@ else
   echo "no torch in $PY: KernelKit alone"
 fi
 
-suite=cpu-linear-bf16
-for threads in 2 16; do
-  echo "== $threads threads: ceilings, then $suite at amx, at avx512_bf16 and PyTorch"
+for threads in $THREADS_LIST; do
+  echo "== $threads threads: ceilings, then $SUITES at amx (cpu-linear-bf16 also at avx512_bf16) and PyTorch"
   d=$LOGS/t$threads
   mkdir -p "$d"
   export KK_NUM_THREADS=$threads
@@ -75,28 +78,33 @@ for threads in 2 16; do
   grep -E "tflops|gbs" "$d/calibrate.txt" | sed 's/  \[[^]]*\]//'
   cp "${XDG_CACHE_HOME:-$HOME/.cache}"/kernelkit/ceilings-*.json "$d/" 2>/dev/null
   for r in $(seq 1 "$ROUNDS"); do
-    $k bench --device cpu --suite bench/suites/$suite.json --time-budget "$BUDGET" \
-      -o "$d/kernelkit-$suite-r$r.json" > "$d/bench-amx-r$r.txt" 2>&1
-    echo "amx r$r: exit $? ($(grep -c median "$d/bench-amx-r$r.txt") timed)"
-    KK_CPU_ISA=avx512_bf16 $k bench --device cpu --suite bench/suites/$suite.json \
-      --time-budget "$BUDGET" -o "$d/kernelkit-$suite-avx512_bf16-r$r.json" \
-      > "$d/bench-avx512_bf16-r$r.txt" 2>&1
-    echo "avx512_bf16 r$r: exit $? ($(grep -c median "$d/bench-avx512_bf16-r$r.txt") timed)"
-    if [ $have_torch = 1 ]; then
-      timeout 200 $PY bench/cpu/torch_cpu.py bench/suites/$suite.json --threads "$threads" \
-        --time-budget "$BUDGET" --output "$d/torch-raw-r$r.json" > "$d/torch-r$r.txt" 2>&1
-      echo "torch r$r: exit $? ($(grep -c median "$d/torch-r$r.txt") timed)"
-      $k bench --device cpu --import "$d/torch-raw-r$r.json" -o "$d/torch-$suite-r$r.json" \
-        > "$d/import-r$r.txt" 2>&1 || echo "import failed: $(tail -2 "$d/import-r$r.txt")"
-    fi
+    for suite in $SUITES; do
+      $k bench --device cpu --suite bench/suites/$suite.json --time-budget "$BUDGET" \
+        -o "$d/kernelkit-$suite-r$r.json" > "$d/bench-$suite-amx-r$r.txt" 2>&1
+      echo "$suite amx r$r: exit $? ($(grep -c median "$d/bench-$suite-amx-r$r.txt") timed)"
+      if [ "$suite" = cpu-linear-bf16 ]; then
+        KK_CPU_ISA=avx512_bf16 $k bench --device cpu --suite bench/suites/$suite.json \
+          --time-budget "$BUDGET" -o "$d/kernelkit-$suite-avx512_bf16-r$r.json" \
+          > "$d/bench-$suite-avx512_bf16-r$r.txt" 2>&1
+        echo "$suite avx512_bf16 r$r: exit $? ($(grep -c median "$d/bench-$suite-avx512_bf16-r$r.txt") timed)"
+      fi
+      if [ $have_torch = 1 ]; then
+        timeout 200 $PY bench/cpu/torch_cpu.py bench/suites/$suite.json --threads "$threads" \
+          --time-budget "$BUDGET" --output "$d/torch-raw-$suite-r$r.json" > "$d/torch-$suite-r$r.txt" 2>&1
+        echo "$suite torch r$r: exit $? ($(grep -c median "$d/torch-$suite-r$r.txt") timed)"
+        $k bench --device cpu --import "$d/torch-raw-$suite-r$r.json" -o "$d/torch-$suite-r$r.json" \
+          > "$d/import-$suite-r$r.txt" 2>&1 || echo "import failed: $(tail -2 "$d/import-$suite-r$r.txt")"
+      fi
+    done
   done
+  rm -f "$d"/torch-raw-*.json
   $PY bench/cpu/ratios.py "$d" > "$d/ratios.md" 2>&1 || python3 bench/cpu/ratios.py "$d" > "$d/ratios.md" 2>&1
   cat "$d/ratios.md"
   echo "(done at $(elapsed) s)"
 done
 unset KK_NUM_THREADS
 
-left=$((340 - $(elapsed)))
+left=$((TOTAL - $(elapsed)))
 if [ $left -ge 40 ]; then
   echo "== cpu-isa-check (FUZZ=100, avx512_bf16 and amx, at most $left s)"
   BUILD=$b FUZZ=100 LEVELS="avx512_bf16 amx" timeout $left bash scripts/cpu-isa-check.sh \
