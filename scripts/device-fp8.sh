@@ -6,7 +6,12 @@
 # the fp8_gemm suite beside torch._scaled_mm (per-tensor and row-wise, with and
 # without fast accumulation) in the same run, and KernelKit's non-promoting
 # kernel (KK_FP8_FAST_ACCUM=1). PART=checks (about 4 minutes) or PART=bench
-# runs half. Results in $OUT/fp8-<part>.tgz.
+# runs half. PART=epilogue (about 4 minutes): the fused TMA-stored epilogue:
+# test_cuda_fp8_gemm and test_cuda_fp8_linear, fuzz of both on fresh seeds,
+# memcheck and racecheck on fp8_linear with bias, GELU and residual, then
+# bench/suites/fp8-epilogue.json with the TMA epilogue and the register one
+# (KK_GEMM_EPILOGUE=regs) beside torch._scaled_mm in the same run.
+# Results in $OUT/fp8-<part>.tgz.
 set -uo pipefail
 out=${OUT:-/tmp/kk-out}
 part=${PART:-all}
@@ -18,8 +23,47 @@ kk_dev_setup
 nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
 b=${BUILD:-build-fp8}
 echo "== build $(cat .commit 2>/dev/null)"
-kk_dev_build $b "$LOGS/build.log" kernelkit_cli test_cuda_fp8_gemm || exit 1
+kk_dev_build $b "$LOGS/build.log" kernelkit_cli test_cuda_fp8_gemm test_cuda_fp8_linear || exit 1
 k=./$b/kernelkit
+
+if [ "$part" = epilogue ]; then
+  for t in test_cuda_fp8_gemm test_cuda_fp8_linear; do
+    timeout 120 ./$b/tests/$t > "$LOGS/$t.txt" 2>&1
+    echo "$t: exit $? $(grep -E 'PASSED|FAILED' "$LOGS/$t.txt" | tr '\n' ' ')"
+    grep -E "^\s+(FAIL|ERROR)|\[  FAILED|expected" "$LOGS/$t.txt" | head -6
+  done
+  for op in fp8_gemm fp8_linear; do
+    s=$RANDOM
+    timeout 90 $k check --op $op --device cuda:0 --fuzz 150 --seed $s > "$LOGS/fuzz-$op.txt" 2>&1
+    echo "$op fuzz 150 seed $s: $(tail -1 "$LOGS/fuzz-$op.txt")"; grep FAIL "$LOGS/fuzz-$op.txt" | head -3
+  done
+  for tool in memcheck racecheck; do
+    for dt in bf16 f32; do
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 $k check --op fp8_linear \
+        --device cuda:0 --params "M=200 N=264 K=256 scaling=block activation=gelu_tanh bias=1 residual=1 dtype=$dt" \
+        > "$LOGS/san-$tool-$dt.txt" 2>&1
+      echo "$tool fp8_linear $dt: exit $? $(tail -1 "$LOGS/san-$tool-$dt.txt")"
+    done
+  done
+  $k calibrate --device cuda:0 --quick > "$LOGS/calibrate.txt" 2>&1
+  $k bench --device cuda:0 --suite bench/suites/fp8-epilogue.json --time-budget ${BUDGET:-1} \
+    -o "$LOGS/fp8-kernelkit.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//' > "$LOGS/bench-tma.txt"
+  KK_GEMM_EPILOGUE=regs $k bench --device cuda:0 --suite bench/suites/fp8-epilogue.json \
+    --time-budget ${BUDGET:-1} -o "$LOGS/fp8-regs.json" 2>&1 | grep median |
+    sed 's/  CI \[[^]]*\]//' > "$LOGS/bench-regs.txt"
+  (cd bench && timeout 120 python3 compare_torch_fp8.py suites/fp8-epilogue.json /tmp/fp8-samples.json) \
+    > "$LOGS/torch-fp8.txt" 2>&1
+  $k bench --device cuda:0 --import /tmp/fp8-samples.json -o "$LOGS/fp8-torch.json" > /dev/null 2>&1
+  $k report "$LOGS/fp8-kernelkit.json" "$LOGS/fp8-torch.json" --output "$LOGS/fp8-report.md" > /dev/null 2>&1
+  echo "(TFLOP/s: regs, tma, tma/regs)"
+  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
+       NR == FNR { r[$1] = tf($0); next }
+       { t = tf($0); s = ($1 in r) ? r[$1] : "-"
+         printf "%-44s %8s %8s %6s\n", $1, s, t, (s + 0 > 0 && t + 0 > 0) ? sprintf("%.3f", t / s) : "-" }' \
+    "$LOGS/bench-regs.txt" "$LOGS/bench-tma.txt" | tee "$LOGS/regs-vs-tma.txt"
+  grep -E "TFLOP" "$LOGS/torch-fp8.txt" | head -12
+  exit 0
+fi
 
 if [ "$part" != bench ]; then
   echo "== tests/test_cuda_fp8_gemm"

@@ -12,7 +12,8 @@
 #   4. scripts/compare_transformers.py on cuda:0 (both sides on the GPU):
 #      every level against transformers' layers in f32 and bf16.
 # Everything in $OUT/model-anchors/ (and a .tgz); summary.txt lists each step.
-# Budget: about 8 minutes.
+# Budget: about 8 minutes. DECODE=0 skips the decode runs, HF=0 step 4 (then
+# about 4 minutes with a build already there: BUILD=dir).
 set -uo pipefail
 out=${OUT:-/tmp/kk-out}
 LOGS=$out/model-anchors
@@ -55,18 +56,21 @@ for lv in balanced aggressive aggressive-nofp8; do
   export KK_FP8=$fp8
   run prefill-b1-s4096-$lv $level -b 1 -p 4096 -n 0 --no-compare --profile-time 0.2
   run prefill-b8-s2048-$lv $level -b 8 -p 2048 -n 0 --no-compare --profile-time 0.2
+  [ "${DECODE:-1}" = 0 ] && continue
   for B in 1 16 64; do run decode-b$B-l2048-$lv $level -b $B -p 2048 -n 24 --no-profile; done
 done
 unset KK_FP8
 
 say "== PyTorch anchors (bench/compare_torch_decoder.py)"
-PYTHONUNBUFFERED=1 timeout 240 python3 bench/compare_torch_decoder.py $m \
+dec_args=()
+[ "${DECODE:-1}" = 0 ] && dec_args=(--decode "")
+PYTHONUNBUFFERED=1 timeout 240 python3 bench/compare_torch_decoder.py $m "${dec_args[@]}" \
   --out "$LOGS/torch-decoder.json" > "$LOGS/torch-decoder.txt" 2>&1
 say "exit $?"
 grep -E "^(eager|prefill|decode|WARN)" "$LOGS/torch-decoder.txt" | tee -a "$LOGS/summary.txt"
 
-say "== against transformers on cuda:0 (scripts/compare_transformers.py)"
-for cs in "1 256 1" "2 128 2"; do
+[ "${HF:-1}" = 0 ] || say "== against transformers on cuda:0 (scripts/compare_transformers.py)"
+[ "${HF:-1}" = 0 ] || for cs in "1 256 1" "2 128 2"; do
   set -- $cs
   PYTHONUNBUFFERED=1 timeout 150 python3 scripts/compare_transformers.py --model $m \
     --work /tmp/kk-hf-$1x$2 --device cuda:0 --batch $1 --prefill $2 --input-seed $3 \

@@ -1,10 +1,12 @@
 /* labels: gpu */
 /* fp8_linear on CUDA through the checker (fresh seeded inputs, outputs
  * poisoned, the float64 reference with the FP8 tensor cores' row): the
- * composed slot (1x128 quantize kernel, the fp8_gemm kernel into f32 scratch,
- * the epilogue kernel) for every activation, with and without bias and
- * residual, bf16, f16 and f32, odd M and N, K = 129 and 1000 (rows padded to
- * 16 bytes) and 2048; rowwise scaling declined (SKIP in the checker) and run
+ * composed slot (1x128 quantize kernel, the fp8_gemm kernel with the epilogue
+ * fused for bf16 and f32 y, into f32 scratch and an epilogue kernel for f16)
+ * for every activation, with and without bias and residual, bf16, f16 and
+ * f32, odd M and N, K = 129 and 1000 (rows padded to 16 bytes) and 2048; the
+ * fused epilogue stored with the TMA and from registers (KK_GEMM_EPILOGUE=regs)
+ * passing and giving the same bits, residual = y too; rowwise scaling declined (SKIP in the checker) and run
  * by the CPU kernel through kk_fp8_linear, equal to it byte for byte; a wrong
  * CUDA kernel (the activation dropped) FAILs. Exits 77 without a GPU, and
  * without compute capability 9.0 (the slot declines there). */
@@ -56,6 +58,67 @@ static void block_cases_pass(void **state) {
             }
 }
 
+/* The fused epilogue both ways (TMA boxes, the default where y's rows are
+ * 16-byte aligned; registers with KK_GEMM_EPILOGUE=regs): every activation
+ * with bias and residual passes at M = 200 (a tile past M), N = 264 (a box
+ * past N), in bf16 and f32; and y comes out with the same bits both ways,
+ * with the residual a tensor of its own and the residual y itself. */
+static kk_tensor *fused_run(const kk_tensor *x, const kk_tensor *w, const kk_tensor *ws,
+                            const kk_tensor *b, const kk_tensor *r, int res_is_y, int regs) {
+    kk_tensor *y;
+    kk_assert_ok(kk_tensor_create("cuda:0", r->dtype, 2, r->shape, &y));
+    if (res_is_y) kk_assert_ok(kk_tensor_copy(y, r));
+    if (regs) setenv("KK_GEMM_EPILOGUE", "regs", 1);
+    kk_assert_ok(kk_fp8_linear(x, w, ws, b, res_is_y ? y : r, y, KK_ACT_GELU_TANH,
+                               KK_FP8_SCALING_BLOCK, NULL));
+    unsetenv("KK_GEMM_EPILOGUE");
+    kk_tensor *back = on(y, "cpu");
+    kk_tensor_destroy(y);
+    return back;
+}
+
+static void fused_epilogues_agree(void **state) {
+    (void)state;
+    static const char *const acts[] = {"none", "relu", "gelu_erf", "gelu_tanh", "silu"};
+    static const char *const dts[] = {"bf16", "f32"};
+    for (int d = 0; d < 2; d++)
+        for (int a = 0; a < 5; a++)
+            for (int regs = 0; regs < 2; regs++) {
+                char text[200];
+                snprintf(text, sizeof text,
+                         "M=200 N=264 K=256 scaling=block activation=%s bias=1 residual=1 dtype=%s",
+                         acts[a], dts[d]);
+                if (regs) setenv("KK_GEMM_EPILOGUE", "regs", 1);
+                expect(op(), text, 700 + 10 * (uint64_t)d + (uint64_t)a, KK_CASE_PASS);
+                unsetenv("KK_GEMM_EPILOGUE");
+            }
+    const int64_t M = 200, N = 264, K = 256, G = 2;
+    kk_tensor *x, *w, *ws, *b, *r;
+    kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 2, (int64_t[]){M, K}, &x));
+    kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_FP8_E4M3, 2, (int64_t[]){N, K}, &w));
+    kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_F32, 2, (int64_t[]){(N + 127) / 128, G}, &ws));
+    kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 1, &N, &b));
+    kk_assert_ok(kk_tensor_create("cpu", KK_DTYPE_BF16, 2, (int64_t[]){M, N}, &r));
+    for (int64_t i = 0; i < M * K; i++) ((uint16_t *)x->data)[i] = (uint16_t)(0x3F00 + i % 200);
+    for (int64_t i = 0; i < N * K; i++) ((uint8_t *)w->data)[i] = (uint8_t)(i * 37 % 0x7E);
+    for (int64_t i = 0; i < ws->shape[0] * G; i++) ((float *)ws->data)[i] = 0.002f * (float)(i + 1);
+    for (int64_t i = 0; i < N; i++) ((uint16_t *)b->data)[i] = (uint16_t)(0x3E00 + i * 7 % 256);
+    for (int64_t i = 0; i < M * N; i++)
+        ((uint16_t *)r->data)[i] = (uint16_t)(0x3F00 + i * 13 % 256);
+    kk_tensor *dx = on(x, "cuda:0"), *dw = on(w, "cuda:0"), *dws = on(ws, "cuda:0");
+    kk_tensor *db = on(b, "cuda:0"), *dr = on(r, "cuda:0");
+    kk_tensor *want = fused_run(dx, dw, dws, db, dr, 0, 0);
+    for (int regs = 0; regs < 2; regs++)
+        for (int alias = 0; alias < 2; alias++) {
+            if (!regs && !alias) continue;
+            kk_tensor *got = fused_run(dx, dw, dws, db, dr, alias, regs);
+            assert_memory_equal(got->data, want->data, (size_t)(M * N) * 2);
+            kk_tensor_destroy(got);
+        }
+    kk_tensor *all[] = {x, w, ws, b, r, dx, dw, dws, db, dr, want};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kk_tensor_destroy(all[i]);
+}
+
 /* Rowwise: the CUDA slot declines (the checker's SKIP), kk_fp8_linear on
  * device tensors runs the CPU kernel and gives its bytes. */
 static void rowwise_runs_on_the_cpu(void **state) {
@@ -102,6 +165,7 @@ int main(void) {
     if (kk_test_no_gpu() || kk_test_no_hopper("fp8_gemm kernel")) return KK_TEST_SKIP;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(block_cases_pass),
+        cmocka_unit_test(fused_epilogues_agree),
         cmocka_unit_test(rowwise_runs_on_the_cpu),
         cmocka_unit_test(wrong_kernel_fails),
     };

@@ -1,7 +1,8 @@
 // The fp8_gemm slot on CUDA: the op's tensors to the Hopper kernel's
 // arguments and tensor maps, the kernel's choice (promoting by default;
 // KK_FP8_FAST_ACCUM=1 takes the non-promoting one for tensor and row-wise
-// scales, as cuBLASLt's fast accumulation), the launch. K not a multiple of
+// scales, as cuBLASLt's fast accumulation), the launch; fp8_linear's fused
+// epilogue (bias, activation, residual: kk__fp8_gemm_cuda_epilogue). K not a multiple of
 // 16 (rows the tensor maps cannot take) runs on copies of a and b with rows
 // zero-padded to 16 bytes. Declined with KK_ERR_UNSUPPORTED (the CPU kernel
 // runs it) off sm_90a. docs/kernels/fp8_gemm.md.
@@ -44,10 +45,34 @@ kk_status launch_error(cudaError_t e) {
                           "launching the Hopper fp8_gemm kernel failed");
 }
 
-template <int AT, int BT, typename TOut, bool kPromote>
+// c [M, N] of TOut in boxes of 16 rows x 128 bytes with the 128-byte swizzle
+// (the epilogue's TMA stores); false when its rows are not 16-byte aligned.
+template <typename TOut> bool output_map(CUtensorMap *map, void *c, int M, int N) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = kk_cuda::tensor_map_encoder();
+    const size_t row_bytes = (size_t)N * sizeof(TOut);
+    if (!encode || (reinterpret_cast<uintptr_t>(c) & 15) || row_bytes % 16) return false;
+    const cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M};
+    const cuuint64_t strides[1] = {(cuuint64_t)row_bytes};
+    const cuuint32_t box[2] = {(cuuint32_t)(128 / sizeof(TOut)), 16};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    return encode(map,
+                  sizeof(TOut) == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                    : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                  2, c, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// KK_GEMM_EPILOGUE=regs: stores straight from registers (for comparison).
+bool epilogue_from_registers() {
+    const char *e = getenv("KK_GEMM_EPILOGUE");
+    return e && strcmp(e, "regs") == 0;
+}
+
+template <int AT, int BT, typename TOut, bool kPromote, int ACT = kk_gemm::ACT_NONE>
 kk_status launch(const kk_fp8::Args &a, const void *pa, const void *pb, cudaStream_t stream) {
     using L = kk_fp8::Tile<kPromote>;
-    constexpr auto kernel = kk_fp8::fp8_gemm_sm90_kernel<AT, BT, TOut, kPromote>;
+    constexpr auto kernel = kk_fp8::fp8_gemm_sm90_kernel<AT, BT, TOut, kPromote, ACT>;
     if (!kk_cuda::sm90a_ready<kernel>())
         return kk__error(KK_ERR_UNSUPPORTED, kOp,
                          "the cuda kernel needs compute capability 9.0 and a build for sm_90a");
@@ -60,13 +85,35 @@ kk_status launch(const kk_fp8::Args &a, const void *pa, const void *pb, cudaStre
     cudaError_t e = kk_cuda::opt_in<kernel>(L::kSmem);
     if (e != cudaSuccess) return launch_error(e);
     const int blocks = tiles < kk_cuda::sm_count() ? (int)tiles : kk_cuda::sm_count(); // persistent
-    kernel<<<blocks, L::kThreads, L::kSmem, stream>>>(ta, tb, a);
+    CUtensorMap tc = ta; // unused unless tma_store
+    const int tma_store = !epilogue_from_registers() && output_map<TOut>(&tc, a.c, a.M, a.N);
+    kernel<<<blocks, L::kThreads, L::kSmem, stream>>>(ta, tb, tc, a, tma_store);
     e = cudaGetLastError();
     return e == cudaSuccess ? KK_OK : launch_error(e);
 }
 
 template <int AT, int BT, typename TOut>
-kk_status launch_accum(const kk_fp8::Args &a, const void *pa, const void *pb, cudaStream_t s) {
+kk_status launch_accum(const kk_fp8::Args &a, int act, const void *pa, const void *pb,
+                       cudaStream_t s) {
+    if (act != kk_gemm::ACT_NONE) { // fp8_linear: e4m3 x e4m3, promoted
+        if constexpr (AT == kk_fp8::kE4M3 && BT == kk_fp8::kE4M3) {
+            switch (act) {
+            case kk_gemm::ACT_RELU:
+                return launch<AT, BT, TOut, true, kk_gemm::ACT_RELU>(a, pa, pb, s);
+            case kk_gemm::ACT_GELU_ERF:
+                return launch<AT, BT, TOut, true, kk_gemm::ACT_GELU_ERF>(a, pa, pb, s);
+            case kk_gemm::ACT_GELU_TANH:
+                return launch<AT, BT, TOut, true, kk_gemm::ACT_GELU_TANH>(a, pa, pb, s);
+            case kk_gemm::ACT_SILU:
+                return launch<AT, BT, TOut, true, kk_gemm::ACT_SILU>(a, pa, pb, s);
+            default: break;
+            }
+        }
+        return kk__error(KK_ERR_UNSUPPORTED, kOp,
+                         "the cuda kernel's epilogue does not take "
+                         "activation %d with these types",
+                         act);
+    }
     const char *fast = getenv("KK_FP8_FAST_ACCUM");
     if (a.scaling != kk_fp8::kBlock && fast && strcmp(fast, "1") == 0)
         return launch<AT, BT, TOut, false>(a, pa, pb, s);
@@ -74,16 +121,16 @@ kk_status launch_accum(const kk_fp8::Args &a, const void *pa, const void *pb, cu
 }
 
 template <typename TOut>
-kk_status launch_types(kk_dtype at, kk_dtype bt, const kk_fp8::Args &a, const void *pa,
+kk_status launch_types(kk_dtype at, kk_dtype bt, const kk_fp8::Args &a, int act, const void *pa,
                        const void *pb, cudaStream_t s) {
     using kk_fp8::kE4M3;
     using kk_fp8::kE5M2;
     if (at == KK_DTYPE_FP8_E4M3 && bt == KK_DTYPE_FP8_E4M3)
-        return launch_accum<kE4M3, kE4M3, TOut>(a, pa, pb, s);
+        return launch_accum<kE4M3, kE4M3, TOut>(a, act, pa, pb, s);
     if (at == KK_DTYPE_FP8_E5M2 && bt == KK_DTYPE_FP8_E4M3)
-        return launch_accum<kE5M2, kE4M3, TOut>(a, pa, pb, s);
+        return launch_accum<kE5M2, kE4M3, TOut>(a, act, pa, pb, s);
     if (at == KK_DTYPE_FP8_E4M3 && bt == KK_DTYPE_FP8_E5M2)
-        return launch_accum<kE4M3, kE5M2, TOut>(a, pa, pb, s);
+        return launch_accum<kE4M3, kE5M2, TOut>(a, act, pa, pb, s);
     return kk__error(KK_ERR_UNSUPPORTED, kOp, "the cuda kernel does not take %s x %s",
                      kk_dtype_name(at), kk_dtype_name(bt));
 }
@@ -98,7 +145,7 @@ cudaError_t pad_rows(uint8_t *dst, const void *src, int rows, int K, int K16, cu
 }
 
 template <typename TOut>
-kk_status run_padded(kk_fp8::Args a, kk_dtype at, kk_dtype bt, const kk_tensor *ta,
+kk_status run_padded(kk_fp8::Args a, int act, kk_dtype at, kk_dtype bt, const kk_tensor *ta,
                      const kk_tensor *tb, cudaStream_t s) {
     const int K16 = (a.K + 15) / 16 * 16; // the same ceil(K / 128) stages and groups
     const size_t a_bytes = (size_t)a.M * K16, b_bytes = (size_t)a.N * K16;
@@ -113,7 +160,7 @@ kk_status run_padded(kk_fp8::Args a, kk_dtype at, kk_dtype bt, const kk_tensor *
     if (e == cudaSuccess) e = pad_rows(buf + b_off, tb->data, a.N, a.K, K16, s);
     if (e == cudaSuccess) {
         a.K = K16;
-        st = launch_types<TOut>(at, bt, a, buf, buf + b_off, s);
+        st = launch_types<TOut>(at, bt, a, act, buf, buf + b_off, s);
     } else {
         st = kk__cuda_error(KK_ERR_DEVICE_FAILURE, kOp, cudaGetErrorName(e), cudaGetErrorString(e),
                             "padding the rows of a and b failed");
@@ -123,21 +170,23 @@ kk_status run_padded(kk_fp8::Args a, kk_dtype at, kk_dtype bt, const kk_tensor *
 }
 
 template <typename TOut>
-kk_status run_typed(const kk_fp8::Args &a, kk_dtype at, kk_dtype bt, const kk_tensor *ta,
+kk_status run_typed(const kk_fp8::Args &a, int act, kk_dtype at, kk_dtype bt, const kk_tensor *ta,
                     const kk_tensor *tb, cudaStream_t s) {
     const bool rows16 =
         a.K % 16 == 0 &&
         ((reinterpret_cast<uintptr_t>(ta->data) | reinterpret_cast<uintptr_t>(tb->data)) & 15) == 0;
-    return rows16 ? launch_types<TOut>(at, bt, a, ta->data, tb->data, s)
-                  : run_padded<TOut>(a, at, bt, ta, tb, s);
+    return rows16 ? launch_types<TOut>(at, bt, a, act, ta->data, tb->data, s)
+                  : run_padded<TOut>(a, act, at, bt, ta, tb, s);
 }
 
 } // namespace
 
 // Tensors are on this device and contiguous (kk_op_run checked them: the slot
-// does not take strided views).
-extern "C" kk_status kk__fp8_gemm_cuda(const kk_op_params *p, kk_tensor *const *t,
-                                       kk_stream stream) {
+// does not take strided views). With bias, res (of c's type, c's shape,
+// contiguous; res may be c) and act: fp8_linear's epilogue fused
+// (kk__fp8_gemm_cuda_epilogue).
+static kk_status fp8_gemm_cuda(const kk_op_params *p, kk_tensor *const *t, const void *bias,
+                               const void *res, int act, kk_stream stream) {
     const int64_t M = p->i[KK__FP8_M], N = p->i[KK__FP8_N], K = p->i[KK__FP8_K];
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX - 16)
         return kk__error(KK_ERR_UNSUPPORTED, kOp, "the cuda kernel takes sizes below 2^31");
@@ -152,10 +201,23 @@ extern "C" kk_status kk__fp8_gemm_cuda(const kk_op_params *p, kk_tensor *const *
     a.sa = static_cast<const float *>(t[2]->data);
     a.sb = static_cast<const float *>(t[3]->data);
     a.c = t[4]->data;
+    a.bias = bias, a.res = res;
     const kk_dtype at = (kk_dtype)p->i[KK__FP8_A_DTYPE], bt = (kk_dtype)p->i[KK__FP8_B_DTYPE];
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (p->i[KK__FP8_C_DTYPE] == KK_DTYPE_F32) return run_typed<float>(a, at, bt, t[0], t[1], s);
-    return run_typed<__nv_bfloat16>(a, at, bt, t[0], t[1], s);
+    if (p->i[KK__FP8_C_DTYPE] == KK_DTYPE_F32)
+        return run_typed<float>(a, act, at, bt, t[0], t[1], s);
+    return run_typed<__nv_bfloat16>(a, act, at, bt, t[0], t[1], s);
+}
+
+extern "C" kk_status kk__fp8_gemm_cuda(const kk_op_params *p, kk_tensor *const *t,
+                                       kk_stream stream) {
+    return fp8_gemm_cuda(p, t, nullptr, nullptr, kk_gemm::ACT_NONE, stream);
+}
+
+extern "C" kk_status kk__fp8_gemm_cuda_epilogue(const kk_op_params *p, kk_tensor *const *t,
+                                                const void *bias, const void *res, int act,
+                                                kk_stream stream) {
+    return fp8_gemm_cuda(p, t, bias, res, act, stream);
 }
 
 extern "C" const kk__slot kk__fp8_gemm_cuda_slot = {kk__fp8_gemm_cuda, 0};

@@ -8,7 +8,9 @@
 // accumulation is not full f32. Two sets alternate, so one is added while the
 // next stage's wgmmas run. The fast kernel (BN = 256, tensor and
 // row-wise only) accumulates across K in wgmma. Scales per tensor and per row
-// are applied in the epilogue. docs/kernels/fp8_gemm.md.
+// are applied in the epilogue, with fp8_linear's bias, activation (a template
+// constant) and residual, stored through shared memory with the TMA where c's
+// rows suit a tensor map. docs/kernels/fp8_gemm.md.
 #pragma once
 
 #include <cuda.h>
@@ -16,6 +18,7 @@
 #include <stdint.h>
 
 #include "cuda/kernels/fp8_wgmma.cuh"
+#include "cuda/kernels/gemm_sm80.cuh"
 #include "cuda/kernels/tma.cuh"
 #include "cuda/kernels/wgmma.cuh"
 
@@ -28,6 +31,8 @@ struct Args {
     int scaling;
     const float *sa, *sb; // tensor [1], [1]; rowwise [M], [N]; block [M,G], [ceil(N/128),G]
     void *c;              // [M, N], contiguous
+    const void *bias;     // [N] of c's type, or null (fp8_linear's epilogue)
+    const void *res;      // [M, N] of c's type, contiguous, or null; may be c itself
 };
 
 template <bool kPromote> struct Tile {
@@ -38,7 +43,13 @@ template <bool kPromote> struct Tile {
     static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
     static constexpr int kGroupM = 8; // m tiles a group of blocks walks before the next n
     static constexpr size_t kStageBytes = (size_t)(BM + BN) * BK;
-    static constexpr size_t kSmem = kStages * kStageBytes + 1024 + 2 * kStages * sizeof(uint64_t);
+    // the TMA-stored epilogue: per consumer warp two boxes of 16 rows x 128
+    // bytes (64 bf16 or 32 f32 columns), one filling while the other stores
+    static constexpr int kBoxRows = 16;
+    static constexpr size_t kBoxBytes = (size_t)kBoxRows * 128;
+    static constexpr size_t kEpiBytes = (size_t)kConsumers * 4 * 2 * kBoxBytes;
+    static constexpr size_t kSmem =
+        kStages * kStageBytes + kEpiBytes + 1024 + 2 * kStages * sizeof(uint64_t);
 };
 
 // A K-major operand tile in shared memory, rows of 128 bytes with the 128-byte
@@ -72,10 +83,100 @@ __device__ __forceinline__ void store2(__nv_bfloat16 *dst, float v0, float v1, b
     }
 }
 
-template <int AT, int BT, typename TOut, bool kPromote>
+template <typename T> __device__ __forceinline__ float as_f32(T v) { return kk_gemm::to_f32(v); }
+template <> __device__ __forceinline__ float as_f32(float v) { return v; }
+
+// Two values of base[col], base[col + 1] as floats (zeros past n): one 4- or
+// 8-byte load when `pairs` (base aligned for it) and both are in range.
+template <typename T>
+__device__ __forceinline__ float2 load2(const T *base, int col, int n, bool pairs) {
+    if (pairs && col + 1 < n) {
+        if constexpr (sizeof(T) == 4) return *reinterpret_cast<const float2 *>(base + col);
+        const uint32_t w = *reinterpret_cast<const uint32_t *>(base + col);
+        const T *v = reinterpret_cast<const T *>(&w);
+        return make_float2(as_f32(v[0]), as_f32(v[1]));
+    }
+    float2 r = make_float2(0.0f, 0.0f);
+    if (col < n) r.x = as_f32(base[col]);
+    if (col + 1 < n) r.y = as_f32(base[col + 1]);
+    return r;
+}
+
+// One output pair: scale, bias, activation, residual (the fused fp8_linear
+// epilogue; for fp8_gemm only the scale).
+template <int ACT>
+__device__ __forceinline__ float2 finish(float x0, float x1, float sc0, float sc1, float2 b,
+                                         float2 r, bool bias, bool res) {
+    x0 *= sc0, x1 *= sc1;
+    if (bias) x0 += b.x, x1 += b.y;
+    x0 = kk_gemm::activate(ACT, x0), x1 = kk_gemm::activate(ACT, x1);
+    if (res) x0 += r.x, x1 += r.y;
+    return make_float2(x0, x1);
+}
+
+// The epilogue of one consumer warp's 16 x BN outputs (rows row0 + g, + 8),
+// as the bf16 GEMM's (gemm_sm90.cuh, store_tile_tma): per box of 16 rows x
+// 128 bytes, every load first (column scales, bias, residual), then the
+// arithmetic, the pairs written into the warp's box buffer in the TMA's
+// 128-byte swizzle, and one lane's TMA store (rows past M, columns past N
+// clipped). scale(r, col) is the row-and-column scale of row row0 + 8r.
+template <typename TOut, int ACT, int BN>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[BN / 2], const Args &p,
+                                               const CUtensorMap *tm_c, unsigned char *boxes,
+                                               int row0, int n0, int lane, const float (&rs)[2],
+                                               const float *cs, bool pairs) {
+    constexpr int kCols = 128 / (int)sizeof(TOut), kTiles = kCols / 8, kBoxes = BN / kCols;
+    const TOut *bias = static_cast<const TOut *>(p.bias), *res = static_cast<const TOut *>(p.res);
+    const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int c = 0; c < kBoxes; c++) {
+        float2 cw[kTiles], bw[kTiles], rw[kTiles][2];
+#pragma unroll
+        for (int il = 0; il < kTiles; il++) {
+            const int col = n0 + (c * kTiles + il) * 8 + 2 * q;
+            cw[il] = cs ? load2(cs, col, p.N, pairs) : make_float2(1.0f, 1.0f);
+            bw[il] = bias ? load2(bias, col, p.N, pairs) : make_float2(0.0f, 0.0f);
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+                rw[il][r] = res && row0 + 8 * r < p.M
+                                ? load2(res + (long long)(row0 + 8 * r) * p.N, col, p.N, pairs)
+                                : make_float2(0.0f, 0.0f);
+        }
+        unsigned char *box = boxes + (c & 1) * Tile<true>::kBoxBytes;
+        if (lane == 0) kk_tma::bulk_wait_read<1>(); // this buffer's last store has read it
+        __syncwarp();
+#pragma unroll
+        for (int il = 0; il < kTiles; il++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int e0 = 4 * (c * kTiles + il) + 2 * r, row = g + 8 * r; // row % 8 == g
+                const float2 v = finish<ACT>(acc[e0], acc[e0 + 1], rs[r] * cw[il].x,
+                                             rs[r] * cw[il].y, bw[il], rw[il][r], bias, res);
+                if constexpr (sizeof(TOut) == 4) {
+                    // 4 columns a 16-byte chunk: the pair is half of chunk 2 il + q / 2
+                    *reinterpret_cast<float2 *>(box + row * 128 + (((2 * il + (q >> 1)) ^ g) << 4) +
+                                                (q & 1) * 8) = v;
+                } else {
+                    TOut pair[2] = {kk_gemm::from_f32<TOut>(v.x), kk_gemm::from_f32<TOut>(v.y)};
+                    *reinterpret_cast<uint32_t *>(box + row * 128 + ((il ^ g) << 4) + q * 4) =
+                        *reinterpret_cast<const uint32_t *>(pair);
+                }
+            }
+        kk_tma::fence_proxy_async_smem();
+        __syncwarp();
+        if (lane == 0) {
+            kk_tma::tma_store_2d(tm_c, box, n0 + c * kCols, row0 - g);
+            kk_tma::bulk_commit();
+        }
+    }
+}
+
+template <int AT, int BT, typename TOut, bool kPromote, int ACT = kk_gemm::ACT_NONE>
 __global__ void __launch_bounds__(Tile<kPromote>::kThreads, 1)
     fp8_gemm_sm90_kernel(const __grid_constant__ CUtensorMap tm_a,
-                         const __grid_constant__ CUtensorMap tm_b, const Args p) {
+                         const __grid_constant__ CUtensorMap tm_b,
+                         const __grid_constant__ CUtensorMap tm_c, const Args p,
+                         const int tma_store) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using L = Tile<kPromote>;
     constexpr int BM = L::BM, BN = L::BN, BK = L::BK, kStages = L::kStages;
@@ -83,7 +184,8 @@ __global__ void __launch_bounds__(Tile<kPromote>::kThreads, 1)
     uint8_t *sA = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
                                               ~uintptr_t(1023));
     uint8_t *sB = sA + kStages * BM * BK;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sB + kStages * BN * BK);
+    unsigned char *sEpi = sB + kStages * BN * BK;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sEpi + L::kEpiBytes);
     uint64_t *empty = full + kStages;
 
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
@@ -136,6 +238,10 @@ __global__ void __launch_bounds__(Tile<kPromote>::kThreads, 1)
     const int g = lane >> 2, q = lane & 3;
     const bool block = p.scaling == kBlock;
     TOut *c = static_cast<TOut *>(p.c);
+    // pair loads of column scales, bias and residual (rows of N elements) where aligned
+    const uintptr_t vals = reinterpret_cast<uintptr_t>(p.bias) | reinterpret_cast<uintptr_t>(p.res);
+    const bool pairs = p.N % 2 == 0 && vals % (2 * sizeof(TOut)) == 0 &&
+                       reinterpret_cast<uintptr_t>(p.sb) % 8 == 0;
     auto release = [&](int step) { // this warp is done with the stage of k step `step`
         __syncwarp();
         if (lane == 0) kk_tma::mbar_arrive(&empty[step % kStages]);
@@ -253,31 +359,43 @@ __global__ void __launch_bounds__(Tile<kPromote>::kThreads, 1)
             release(it - 1); // K >= 1, so KT >= 1
         }
 
-        // Epilogue: c = acc * (row scale * column scale), one rounding.
-        float rs0 = 1.0f, rs1 = 1.0f;
+        // Epilogue: c = act(acc * (row scale * column scale) + bias) + res, one rounding.
+        float rs[2] = {1.0f, 1.0f};
         if (p.scaling == kTensor) {
-            rs0 = rs1 = p.sa[0] * p.sb[0];
+            rs[0] = rs[1] = p.sa[0] * p.sb[0];
         } else if (p.scaling == kRowwise) {
-            rs0 = row0 < p.M ? p.sa[row0] : 0.0f;
-            rs1 = row1 < p.M ? p.sa[row1] : 0.0f;
+            rs[0] = row0 < p.M ? p.sa[row0] : 0.0f;
+            rs[1] = row1 < p.M ? p.sa[row1] : 0.0f;
         }
         const float *cs = p.scaling == kRowwise ? p.sb : nullptr;
+        if (tma_store) {
+            store_tile_tma<TOut, ACT, BN>(acc, p, &tm_c, sEpi + (cw * 4 + warp) * 2 * L::kBoxBytes,
+                                          row0, n0, lane, rs, cs, pairs);
+            continue;
+        }
+        const TOut *bias = static_cast<const TOut *>(p.bias);
+        const TOut *res = static_cast<const TOut *>(p.res);
 #pragma unroll
         for (int i = 0; i < BN / 8; i++) {
             const int col = n0 + i * 8 + q * 2;
             if (col >= p.N) continue;
             const bool two = col + 1 < p.N;
-            const float c0 = cs ? cs[col] : 1.0f, c1 = cs && two ? cs[col + 1] : 1.0f;
+            const float2 cw = cs ? load2(cs, col, p.N, false) : make_float2(1.0f, 1.0f);
+            const float2 bw = bias ? load2(bias, col, p.N, false) : make_float2(0.0f, 0.0f);
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const int row = r ? row1 : row0;
                 if (row >= p.M) continue;
-                const float rsc = r ? rs1 : rs0;
-                store2(c + (long long)row * p.N + col, acc[4 * i + 2 * r] * (rsc * c0),
-                       acc[4 * i + 2 * r + 1] * (rsc * c1), two);
+                const float2 rw = res ? load2(res + (long long)row * p.N, col, p.N, false)
+                                      : make_float2(0.0f, 0.0f);
+                const float2 v = finish<ACT>(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1],
+                                             rs[r] * cw.x, rs[r] * cw.y, bw, rw, bias, res);
+                store2(c + (long long)row * p.N + col, v.x, v.y, two);
             }
         }
     }
+    // the warp's last boxes stored before its shared memory goes away
+    if (tma_store && lane == 0) kk_tma::bulk_wait<0>();
 #endif
 }
 

@@ -1,9 +1,10 @@
 // The fp8_linear slot on CUDA, composed of kernels already checked on the GPU,
 // queued on the op's stream: x quantized by kk_quantize's 1x128 kernel
-// (quant.cu, the same bits as the CPU), the product by the fp8_gemm slot
-// (fp8_gemm.cu, Hopper wgmma with promotion) into f32 scratch from the caching
-// allocator (freed in stream order), then one epilogue kernel (bias,
-// gemm_sm80.cuh's `activate`, residual, one rounding). Declined with
+// (quant.cu, the same bits as the CPU) into scratch from the caching allocator
+// (freed in stream order), then the product by the Hopper fp8_gemm kernel
+// (fp8_gemm.cu, wgmma with promotion) with the epilogue fused (bias,
+// gemm_sm80.cuh's `activate`, residual, one rounding to y's bf16 or f32). f16
+// y: the product into f32 scratch, then one epilogue kernel. Declined with
 // KK_ERR_UNSUPPORTED before anything is queued (the CPU kernel runs it):
 // rowwise scaling (kk_quantize has no per-row kernel on CUDA), a GPU or build
 // without the sm_90a fp8_gemm kernel, sizes beyond its 2^31 limits. Unlike the
@@ -27,6 +28,9 @@
 extern "C" kk_status kk__fp8_gemm_cuda(const kk_op_params *p, kk_tensor *const *t,
                                        kk_stream stream);
 extern "C" int kk__fp8_gemm_cuda_ready(void);
+extern "C" kk_status kk__fp8_gemm_cuda_epilogue(const kk_op_params *p, kk_tensor *const *t,
+                                                const void *bias, const void *res, int act,
+                                                kk_stream stream);
 
 namespace {
 
@@ -37,11 +41,9 @@ constexpr unsigned kMaxBlocks = 16384;
 template <typename T> __device__ __forceinline__ float load(const T *p, int64_t i) {
     return kk_gemm::to_f32(p[i]);
 }
-template <> __device__ __forceinline__ float load(const float *p, int64_t i) { return p[i]; }
 template <typename T> __device__ __forceinline__ void store(T *p, int64_t i, float v) {
     p[i] = kk_gemm::from_f32<T>(v);
 }
-template <> __device__ __forceinline__ void store(float *p, int64_t i, float v) { p[i] = v; }
 
 // y[m,n] = act(h[m,n] + bias[n]) + r[m,n], rounded once; grid-stride over M*N.
 template <typename T>
@@ -96,10 +98,16 @@ extern "C" kk_status kk__fp8_linear_cuda(const kk_op_params *p, kk_tensor *const
     const kk_dtype dt = (kk_dtype)p->i[KK__FL_DTYPE];
     const int64_t G = kk__fp8_groups(K);
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    // scratch: x's codes [M,K], its scales [M,G], the amax word, the f32 product [M,N]
+    // bf16 and f32 y: the epilogue in the GEMM; f16 y: the f32 product into
+    // scratch and an epilogue kernel
+    const bool fused = dt != KK_DTYPE_F16;
+    const void *bias = l.bias >= 0 ? t[l.bias]->data : nullptr;
+    const void *res = l.residual >= 0 ? t[l.residual]->data : nullptr;
+    const int act = (int)p->i[KK__FL_ACT]; // linear's KK__ACT_* = kk_gemm::Act
+    // scratch: x's codes [M,K], its scales [M,G], the amax word, the f32 product [M,N] (f16)
     const size_t q_off = 0, s_off = round256((size_t)(M * K));
     const size_t a_off = s_off + round256((size_t)(M * G) * sizeof(float));
-    const size_t h_off = a_off + 256, bytes = h_off + (size_t)(M * N) * sizeof(float);
+    const size_t h_off = a_off + 256, bytes = h_off + (fused ? 0 : (size_t)(M * N) * sizeof(float));
     kk_mem_options o;
     memset(&o, 0, sizeof o);
     o.stream = stream;
@@ -133,25 +141,20 @@ extern "C" kk_status kk__fp8_linear_cuda(const kk_op_params *p, kk_tensor *const
             gp.i[KK__FP8_K] = K;
             gp.i[KK__FP8_A_DTYPE] = KK_DTYPE_FP8_E4M3;
             gp.i[KK__FP8_B_DTYPE] = KK_DTYPE_FP8_E4M3;
-            gp.i[KK__FP8_C_DTYPE] = KK_DTYPE_F32;
+            gp.i[KK__FP8_C_DTYPE] = fused ? dt : KK_DTYPE_F32;
             gp.i[KK__FP8_SCALING] = KK__FP8_BLOCK;
             kk_tensor va, vsa, vc;
             const int64_t sshape[2] = {M, G}, cshape[2] = {M, N};
             kk_tensor *gt[5] = {
                 kk__tensor_borrow(&va, t[l.x], KK_DTYPE_FP8_E4M3, 2, xshape, xq), t[l.w],
                 kk__tensor_borrow(&vsa, t[l.x], KK_DTYPE_F32, 2, sshape, sx), t[l.w_scales],
-                kk__tensor_borrow(&vc, t[l.x], KK_DTYPE_F32, 2, cshape, h)};
-            st = kk__fp8_gemm_cuda(&gp, gt, stream);
+                fused ? t[l.y] : kk__tensor_borrow(&vc, t[l.x], KK_DTYPE_F32, 2, cshape, h)};
+            st = fused ? kk__fp8_gemm_cuda_epilogue(&gp, gt, bias, res, act, stream)
+                       : kk__fp8_gemm_cuda(&gp, gt, stream);
         }
     }
-    if (st == KK_OK) {
-        const void *bias = l.bias >= 0 ? t[l.bias]->data : nullptr;
-        const void *res = l.residual >= 0 ? t[l.residual]->data : nullptr;
-        void *y = t[l.y]->data;
-        const int act = (int)p->i[KK__FL_ACT]; // linear's KK__ACT_* = kk_gemm::Act
-        e = dt == KK_DTYPE_F32   ? epilogue<float>(h, bias, res, y, M, N, act, s)
-            : dt == KK_DTYPE_F16 ? epilogue<__half>(h, bias, res, y, M, N, act, s)
-                                 : epilogue<__nv_bfloat16>(h, bias, res, y, M, N, act, s);
+    if (st == KK_OK && !fused) {
+        e = epilogue<__half>(h, bias, res, t[l.y]->data, M, N, act, s);
         if (e != cudaSuccess) st = launch_error(e, "the epilogue kernel's launch");
     }
     (void)kk_mem_free_on_stream(buf, stream); // after the kernels, in stream order
