@@ -5,7 +5,8 @@
 #   build    CPU-only Release build (no CUDA), the carried cJSON/cmocka
 #   tests    test_cpu_gemm (every level the CPU has, the amx level included:
 #            the float64 checks, exact products, the tiles counted),
-#            test_cpu_gemm_amx_emu, test_calibrate, test_device
+#            test_cpu_gemm_amx_emu, test_cpu_attention_amx_emu,
+#            test_cpu_attention, test_calibrate, test_device
 #   ceilings kernelkit calibrate --device cpu (--quick) on 2 and 16 threads:
 #            fp32, vdpbf16ps and the AMX tiles' rate
 #   bench    the SUITES (cpu-linear-bf16) at the amx level, cpu-linear-bf16
@@ -13,8 +14,8 @@
 #            system python's torch, bench/cpu/torch_cpu.py) on the same cases,
 #            KK_NUM_THREADS in THREADS_LIST (2 16), ROUNDS rounds (1), BUDGET s
 #            a case (1); bench/cpu/ratios.py
-#   isa      scripts/cpu-isa-check.sh (FUZZ=100) at avx512_bf16 and amx, with
-#            what is left of TOTAL seconds (340)
+#   isa      scripts/cpu-isa-check.sh (FUZZ=100) at ISA_LEVELS (avx512_bf16
+#            amx), with what is left of TOTAL seconds (340)
 # Everything in $OUT/cpu-amx.tgz, the summary also in $OUT/summary.txt.
 #   run(command="cd .gpu-tree && bash scripts/device-cpu-amx.sh", carry=[".gpu-tree"])
 set -uo pipefail
@@ -45,7 +46,7 @@ echo "(nproc $(nproc); $(uname -r))"
 
 echo "== build $(cat .commit 2>/dev/null) (CPU only)"
 kk_dev_build $b "$LOGS/build.log" kernelkit_cli test_cpu_gemm test_cpu_gemm_amx_emu \
-  test_calibrate test_device || exit 1
+  test_cpu_attention_amx_emu test_cpu_attention test_calibrate test_device || exit 1
 grep -iE "warning" "$LOGS/build.log" | head -5
 k=./$b/kernelkit
 $k info > "$LOGS/info.txt" 2>&1
@@ -54,7 +55,8 @@ KK_LOG=info $k info 2>&1 | grep -i "amx" | head -3 # a refused arch_prctl is log
 echo "(build done at $(elapsed) s)"
 
 echo "== tests"
-for t in test_cpu_gemm test_cpu_gemm_amx_emu test_calibrate test_device; do
+for t in test_cpu_gemm test_cpu_gemm_amx_emu test_cpu_attention_amx_emu test_cpu_attention \
+  test_calibrate test_device; do
   XDG_CACHE_HOME=/tmp/kk-test-cache timeout 240 ./$b/tests/$t > "$LOGS/$t.txt" 2>&1
   echo "$t: exit $? $(grep -E 'PASSED|FAILED|SKIPPED \] [0-9]' "$LOGS/$t.txt" | tr '\n' ' ' | cut -c1-200)"
   grep -E "\[  FAILED|^\s+FAIL|skipped:|error" "$LOGS/$t.txt" | head -8
@@ -106,8 +108,8 @@ unset KK_NUM_THREADS
 
 left=$((TOTAL - $(elapsed)))
 if [ $left -ge 40 ]; then
-  echo "== cpu-isa-check (FUZZ=100, avx512_bf16 and amx, at most $left s)"
-  BUILD=$b FUZZ=100 LEVELS="avx512_bf16 amx" timeout $left bash scripts/cpu-isa-check.sh \
+  echo "== cpu-isa-check (FUZZ=100, ${ISA_LEVELS:-avx512_bf16 amx}, at most $left s)"
+  BUILD=$b FUZZ=100 LEVELS="${ISA_LEVELS:-avx512_bf16 amx}" timeout $left bash scripts/cpu-isa-check.sh \
     > "$LOGS/cpu-isa-check.txt" 2>&1
   echo "exit $? (124: out of time)"
   cat "$LOGS/cpu-isa-check.txt" | tail -4

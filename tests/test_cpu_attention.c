@@ -4,7 +4,8 @@
  * outputs, the op's tolerances): odd shapes, GQA/MQA, causal with Sq != Sk,
  * windows, fully masked rows, D = 16/40/256, dropout and lse, in every dtype,
  * with each instruction set's micro-kernels the CPU can run (generic, AVX2 +
- * FMA, AVX-512, AVX512_BF16's bf16 pairs), each forced by the ISA cap; 400k keys. Wrong variants
+ * FMA, AVX-512, AVX512_BF16's bf16 pairs, AMX tiles), each forced by the ISA
+ * cap; 400k keys. Wrong variants
  * of the same kernel (causal shifted by one key, dropout with another offset
  * or seed) must fail; the dropout mask must be the reference's bit for bit;
  * the exp2 polynomial must be accurate; the result must not depend on the
@@ -68,6 +69,17 @@ static void passes_with_avx512_bf16(void **state) {
     kk__cpu_isa_cap(KK__ISA_AVX512_BF16);
     assert_string_equal(kk__att_kernels_best()->name, "avx512_bf16");
     passes_in_every_dtype(KK__ISA_AVX512_BF16);
+}
+
+/* At the amx level bf16 attention's two products run on AMX tiles
+ * (attention_cpu_amx.c; on emulated tiles everywhere in
+ * test_cpu_attention_amx_emu.c); f32 and f16 as avx512_bf16. */
+static void passes_with_amx(void **state) {
+    (void)state;
+    if (!kk__att_kernels_amx()) skip();
+    kk__cpu_isa_cap(KK__ISA_AMX);
+    assert_string_equal(kk__att_kernels_best()->name, "amx");
+    passes_in_every_dtype(KK__ISA_AMX);
 }
 
 /* The pair path is the one taken for bf16 at that level: its weights are
@@ -410,6 +422,7 @@ static void slot_refuses_wrong_tensors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exp2_is_accurate),
+        cmocka_unit_test(passes_with_amx),
         cmocka_unit_test(passes_with_avx512_bf16),
         cmocka_unit_test(bf16_pairs_are_taken),
         cmocka_unit_test(passes_with_avx512),

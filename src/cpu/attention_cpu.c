@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -20,9 +21,16 @@
 #include "cpu/cpu_kernels.h"
 #include "opdef/attention.h"
 
+/* tests: the amx kernels on emulated tiles (kk__att_amx_test) */
+static _Atomic(const kk__att_kernels *) amx_test;
+
+void kk__att_amx_test(const kk__att_kernels *kernels) { atomic_store(&amx_test, kernels); }
+
 const kk__att_kernels *kk__att_kernels_for(kk__isa isa) {
-    const kk__att_kernels *k = NULL;
-    if (isa >= KK__ISA_AVX512_BF16) k = kk__att_kernels_avx512_bf16();
+    const kk__att_kernels *test = atomic_load(&amx_test), *k = NULL;
+    if (test && isa >= KK__ISA_AVX512_BF16) return test;
+    if (isa >= KK__ISA_AMX) k = kk__att_kernels_amx();
+    if (!k && isa >= KK__ISA_AVX512_BF16) k = kk__att_kernels_avx512_bf16();
     if (!k && isa >= KK__ISA_AVX512) k = kk__att_kernels_avx512();
     if (!k && isa >= KK__ISA_AVX2) k = kk__att_kernels_avx2_fma();
     return k ? k : kk__att_kernels_generic();
@@ -106,32 +114,58 @@ static float *kv_to_f32(kk__att_geom *g) {
     return buf;
 }
 
-/* The bf16 pair path: where the kernels have gemm_pairs and q and k can be
- * read as 32-bit pairs along D in place, V is repacked once per call as
- * pairs of rows (g->vp). Returns the buffer to free (NULL: not this path). */
+/* The bf16 pair path: where the kernels have gemm_pairs (or tile_values) and
+ * q and k can be read as 32-bit pairs along D in place, V is repacked once
+ * per call as pairs of rows (g->vp), or for AMX tiles as V^T's rows of pairs
+ * of keys, 16 pairs (64 bytes) at a time. Returns the buffer to free (NULL:
+ * not this path). */
 static uint32_t *v_to_pairs(kk__att_geom *g) {
-    const int64_t half_sk = (g->Sk + 1) / 2, words = g->B * g->Hkv * half_sk * g->Dp;
+    const int tiles = g->kern->tile_values != NULL;
+    const int64_t half_sk = (g->Sk + 1) / 2, ld = (half_sk + 15) / 16 * 16;
+    const int64_t words = g->B * g->Hkv * (tiles ? ld : half_sk) * g->Dp;
     const int even = g->D % 2 == 0 && g->q_ss % 2 == 0 && g->q_hs % 2 == 0 && g->q_bs % 2 == 0 &&
                      g->k_ss % 2 == 0 && g->k_hs % 2 == 0 && g->k_bs % 2 == 0 &&
                      (uintptr_t)g->q % 4 == 0 && (uintptr_t)g->k % 4 == 0;
-    if (g->dt != KK_DTYPE_BF16 || !g->kern->gemm_pairs || !even ||
-        words * (int64_t)sizeof(uint32_t) > KV_COPY_MAX_BYTES)
+    if (g->dt != KK_DTYPE_BF16 || !(g->kern->gemm_pairs || tiles) || !even ||
+        (tiles && g->Dp > 256) || words * (int64_t)sizeof(uint32_t) > KV_COPY_MAX_BYTES)
         return NULL;
     uint32_t *vp = aligned_alloc(64, (size_t)words * sizeof(uint32_t));
     if (!vp) return NULL; /* the f32 path instead */
     const uint16_t *v = g->v;
-    const int64_t pairs = g->B * g->Hkv * half_sk;
+    if (tiles) {
+        /* items of 16 pairs of keys of one head: their 32 rows of V copied
+         * (zero past Sk and D), then 16 words of each row d of V^T */
+        const int64_t chunks = ld / 16, items = g->B * g->Hkv * chunks;
 #pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
-    for (int64_t i = 0; i < pairs; i++) {
-        const int64_t b = i / (g->Hkv * half_sk), h = i / half_sk % g->Hkv, p = i % half_sk;
-        const uint16_t *lo = v + b * g->v_bs + h * g->v_hs + 2 * p * g->v_ss;
-        const uint16_t *hi = 2 * p + 1 < g->Sk ? lo + g->v_ss : NULL;
-        uint32_t *out = vp + i * g->Dp;
-        for (int64_t d = 0; d < g->D; d++) out[d] = lo[d] | (uint32_t)(hi ? hi[d] : 0) << 16;
-        for (int64_t d = g->D; d < g->Dp; d++) out[d] = 0;
+        for (int64_t i = 0; i < items; i++) {
+            const int64_t bh = i / chunks, j0 = i % chunks * 32;
+            const uint16_t *head = v + bh / g->Hkv * g->v_bs + bh % g->Hkv * g->v_hs;
+            uint16_t rows[32][256]; /* Dp <= 256 */
+            for (int64_t r = 0; r < 32; r++) {
+                const int64_t n = j0 + r < g->Sk ? g->D : 0;
+                if (n) memcpy(rows[r], head + (j0 + r) * g->v_ss, (size_t)n * sizeof(uint16_t));
+                memset(rows[r] + n, 0, (size_t)(g->Dp - n) * sizeof(uint16_t));
+            }
+            uint32_t *out = vp + bh * g->Dp * ld + j0 / 2;
+            for (int64_t d = 0; d < g->Dp; d++)
+                for (int p = 0; p < 16; p++)
+                    out[d * ld + p] = rows[2 * p][d] | (uint32_t)rows[2 * p + 1][d] << 16;
+        }
+    } else {
+        const int64_t pairs = g->B * g->Hkv * half_sk;
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
+        for (int64_t i = 0; i < pairs; i++) {
+            const int64_t b = i / (g->Hkv * half_sk), h = i / half_sk % g->Hkv, p = i % half_sk;
+            const uint16_t *lo = v + b * g->v_bs + h * g->v_hs + 2 * p * g->v_ss;
+            const uint16_t *hi = 2 * p + 1 < g->Sk ? lo + g->v_ss : NULL;
+            uint32_t *out = vp + i * g->Dp;
+            for (int64_t d = 0; d < g->D; d++) out[d] = lo[d] | (uint32_t)(hi ? hi[d] : 0) << 16;
+            for (int64_t d = g->D; d < g->Dp; d++) out[d] = 0;
+        }
     }
     g->vp = vp;
-    g->vp_hs = half_sk * g->Dp;
+    g->vp_ld = tiles ? ld : 0;
+    g->vp_hs = (tiles ? ld : half_sk) * g->Dp;
     g->vp_bs = g->Hkv * g->vp_hs;
     return vp;
 }

@@ -1,6 +1,7 @@
 /* Internal: the pieces of the CPU attention forward kernel (attention_cpu.c:
  * the slot; attention_cpu_block.c: one block of query rows; the micro-kernels
- * in attention_cpu_generic.c and, with AVX2 + FMA, attention_cpu_avx2.c).
+ * in attention_cpu_generic.c and, with AVX2 + FMA, attention_cpu_avx2.c;
+ * AVX-512 and AMX tiles: attention_cpu_avx512.c, attention_cpu_amx.c).
  * Scores are kept in log2 units so the softmax needs only exp2, one polynomial.
  * docs/backends/cpu.md, "Attention". */
 #ifndef KK_CPU_ATTENTION_CPU_H
@@ -15,6 +16,9 @@
  * M of the P.V product (a multiple of the 6-row micro-tile). */
 #define KK__ATT_BQ 48
 #define KK__ATT_BK 60 /* keys per block: M of the score product, 10 micro-tiles */
+/* Keys per block of the pair path on AMX tiles: 4 tiles of 16 keys in the
+ * score product, 2 tiles of 16 pairs of keys in P.V: no edge in a full block. */
+#define KK__ATT_BK_AMX 64
 #define KK__ATT_NT 16 /* columns of a micro-tile: N of every product is a multiple */
 /* Key blocks summed in o before they are folded into o2: no f32 sum runs over
  * more than about 1000 keys, so a long Sk loses no more than a short one. */
@@ -45,6 +49,23 @@ typedef struct kk__att_kernels {
    * products (docs/backends/cpu.md, "Attention"). */
     void (*gemm_pairs)(float *c, int64_t ldc, const uint32_t *a, int64_t ars, int64_t aps,
                        const uint32_t *b, int64_t ldb, int m, int n, int kp, const float *alpha);
+    /* At the amx level (else NULL; attention_cpu_amx.c): the pair path's two
+     * products on AMX tiles, O kept transposed so that the weights, which the
+     * softmax leaves as s[key][query], are tdpbf16ps's B operand in the
+     * layout gemm_pairs takes, with no transpose per key block.
+     * tile_scores: s[j][c] = scale sum_p K(j,p) . qp[p][c] for j < nk and
+     * c < ncols, K(j,p) = k[j * ldk + p] (rows of pairs), qp rows ldq apart.
+     * tile_values: the weights s[j][c] (j < nk) rounded to bf16 pairs of keys
+     * into pp[p][c] (rows lds apart; an odd last key's partner 0), then
+     * ot = ot diag(alpha) + V^T P^T for rows d < dp, columns c < ncols,
+     * V^T(d,p) = vt[d * ldv + p]. ncols % KK__ATT_NT == 0. tiles(1)
+     * configures the calling thread's tiles, tiles(0) releases them, around
+     * one kk__att_block's key blocks. */
+    void (*tile_scores)(float *s, int64_t lds, const uint32_t *k, int64_t ldk, const uint32_t *qp,
+                        int64_t ldq, int nk, int ncols, int kp, float scale);
+    void (*tile_values)(float *ot, int64_t ldo, const uint32_t *vt, int64_t ldv, const float *s,
+                        int64_t lds, uint32_t *pp, int nk, int ncols, int dp, const float *alpha);
+    void (*tiles)(int on);
 } kk__att_kernels;
 
 /* exp2 on [-1/2, 1/2]: 1 + r (C1 + r (C2 + ...)), a degree-5 fit of minimal
@@ -64,6 +85,21 @@ const kk__att_kernels *kk__att_kernels_avx2_fma(void);
 const kk__att_kernels *kk__att_kernels_avx512(void);
 /* The AVX-512 kernels and gemm_pairs; NULL without AVX512_BF16. */
 const kk__att_kernels *kk__att_kernels_avx512_bf16(void);
+/* The AVX-512 kernels and the tile products; NULL below the amx level. */
+const kk__att_kernels *kk__att_kernels_amx(void);
+/* attention_cpu_amx.c: the amx kernels' tile_scores, tile_values and tiles;
+ * with KK_AMX_EMULATE (tests) the _emu twins, on tiles emulated in C. */
+void kk__att_tile_scores_amx(float *s, int64_t lds, const uint32_t *k, int64_t ldk,
+                             const uint32_t *qp, int64_t ldq, int nk, int ncols, int kp,
+                             float scale);
+void kk__att_tile_values_amx(float *ot, int64_t ldo, const uint32_t *vt, int64_t ldv,
+                             const float *s, int64_t lds, uint32_t *pp, int nk, int ncols, int dp,
+                             const float *alpha);
+void kk__att_tiles_amx(int on);
+/* Tests only: set (NULL: off), kk__att_kernels_for returns `kernels` at the
+ * avx512_bf16 level and above, so CPUs without AMX run the amx branch of the
+ * pair path on emulated tiles. */
+void kk__att_amx_test(const kk__att_kernels *kernels);
 /* The best kernels at instruction-set level `isa` or below. */
 const kk__att_kernels *kk__att_kernels_for(kk__isa isa);
 /* What kk__attention_cpu uses: kk__att_kernels_for(kk__cpu_isa()). */
@@ -82,10 +118,12 @@ typedef struct kk__att_geom {
     int kv_f32; /* k and v point at f32 copies (rows of Dp, v's padding zero) */
     /* The bf16 pair path (kern->gemm_pairs): v as pairs of rows, word
      * [b][h][p][d] = v[2p][d] | v[2p+1][d] << 16 (zero past Sk and D), at
-     * vp + b * vp_bs + h * vp_hs + p * Dp; NULL: not this path. q and k are
-     * read in place as pairs along D (D and their strides even). */
+     * vp + b * vp_bs + h * vp_hs + p * Dp; on AMX tiles (kern->tile_values)
+     * V^T's rows instead, word [b][h][d][p] at vp + b * vp_bs + h * vp_hs +
+     * d * vp_ld + p (d < Dp; zero past Sk and D); NULL: not this path. q and
+     * k are read in place as pairs along D (D and their strides even). */
     const uint32_t *vp;
-    int64_t vp_bs, vp_hs;
+    int64_t vp_bs, vp_hs, vp_ld;
     float qscale; /* softmax scale * log2(e) */
     int dropout;  /* p > 0: drop where the Philox word < drop_threshold */
     uint32_t drop_threshold;
@@ -102,16 +140,17 @@ typedef struct kk__att_scratch {
     float *qt;              /* [Dp][BQ]   the query block, transposed and scaled */
     float *k;               /* [BK][Dp]   the key block, when it needs converting to f32 */
     float *v;               /* [BK][Dp]   the value block, when it needs converting or padding */
-    float *s;               /* [BK][BQ]   scores, then weights, transposed */
+    float *s;               /* [BK][BQ]   scores, then weights, transposed (BK_AMX rows) */
     float *o;               /* [BQ][Dp]   the output accumulator of the last few key blocks */
-    float *o2;              /* [BQ][Dp]   ... and of the blocks before, folded in now and then */
+    float *o2;              /* [BQ][Dp]   ... and of the blocks before, folded in now and then
+                             * (both [Dp][BQ] on AMX tiles) */
     float *carry;           /* [BQ]       the rescale o2 owes since the last fold */
     float *row;             /* [Dp]       one converted row */
     float *m, *sum, *alpha; /* [BQ] running max (log2 units), block sum, rescale */
     double *l;              /* [BQ] running sum: f64, as it adds up to Sk / BK terms */
     int64_t *lo, *hi;       /* [BQ] the keys each row may see */
     uint32_t *qp;           /* [Dp/2][BQ] the pair path: the query block as bf16 pairs */
-    uint32_t *pp;           /* [BK/2][BQ] ... the weights as bf16 pairs of keys */
+    uint32_t *pp;           /* [BK/2][BQ] ... the weights as bf16 pairs of keys (BK_AMX) */
 } kk__att_scratch;
 
 /* Floats of one thread's scratch, each part rounded up to 64 bytes. */

@@ -209,9 +209,27 @@ const kk__att_kernels *kk__att_kernels_avx512_bf16(void) {
     return kk__cpu_isa_supported() >= KK__ISA_AVX512_BF16 ? &avx512_bf16 : NULL;
 }
 
+#if KK__AMX_CODE
+/* The pair path's products on AMX tiles (attention_cpu_amx.c), the rest as avx512_bf16. */
+static const kk__att_kernels amx = {.name = "amx",
+                                    .gemm = gemm_avx512,
+                                    .softmax = softmax_avx512,
+                                    .exp2_sum = exp2_sum_avx512,
+                                    .tile_scores = kk__att_tile_scores_amx,
+                                    .tile_values = kk__att_tile_values_amx,
+                                    .tiles = kk__att_tiles_amx};
+
+const kk__att_kernels *kk__att_kernels_amx(void) {
+    return kk__cpu_isa_supported() >= KK__ISA_AMX ? &amx : NULL;
+}
+#else
+const kk__att_kernels *kk__att_kernels_amx(void) { return NULL; }
+#endif
+
 #else
 
 const kk__att_kernels *kk__att_kernels_avx512(void) { return NULL; }
 const kk__att_kernels *kk__att_kernels_avx512_bf16(void) { return NULL; }
+const kk__att_kernels *kk__att_kernels_amx(void) { return NULL; }
 
 #endif

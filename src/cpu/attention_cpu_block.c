@@ -15,11 +15,14 @@
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+/* keys of the score and weight buffers: either block size */
+#define BK_MAX (KK__ATT_BK > KK__ATT_BK_AMX ? KK__ATT_BK : KK__ATT_BK_AMX)
+
 int64_t kk__att_scratch_floats(int64_t Dp) {
     const int64_t BQ = KK__ATT_BQ, BK = KK__ATT_BK;
-    return 3 * round_up(BQ * Dp, 16) + 2 * round_up(BK * Dp, 16) + round_up(BK * BQ, 16) +
+    return 3 * round_up(BQ * Dp, 16) + 2 * round_up(BK * Dp, 16) + round_up(BK_MAX * BQ, 16) +
            round_up(Dp, 16) + 4 * round_up(BQ, 16) + 3 * round_up(2 * BQ, 16) +
-           round_up(Dp / 2 * BQ, 16) + round_up(BK / 2 * BQ, 16);
+           round_up(Dp / 2 * BQ, 16) + round_up(BK_MAX / 2 * BQ, 16);
 }
 
 void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w) {
@@ -32,7 +35,7 @@ void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w) {
     w->carry = TAKE(BQ);
     w->k = TAKE(BK * Dp);
     w->v = TAKE(BK * Dp);
-    w->s = TAKE(BK * BQ);
+    w->s = TAKE(BK_MAX * BQ);
     w->row = TAKE(Dp);
     w->m = TAKE(BQ);
     w->sum = TAKE(BQ);
@@ -41,7 +44,7 @@ void kk__att_scratch_carve(float *base, int64_t Dp, kk__att_scratch *w) {
     w->lo = (int64_t *)TAKE(2 * BQ);
     w->hi = (int64_t *)TAKE(2 * BQ);
     w->qp = (uint32_t *)TAKE(Dp / 2 * BQ); /* 32-bit words, as many as floats */
-    w->pp = (uint32_t *)TAKE(BK / 2 * BQ);
+    w->pp = (uint32_t *)TAKE(BK_MAX / 2 * BQ);
 #undef TAKE
 }
 
@@ -101,7 +104,8 @@ static kk_status kv_block(const kk__att_geom *g, kk__att_scratch *w, int64_t k0,
     return st;
 }
 
-/* ---- the bf16 pair path (g->vp): products by vdpbf16ps, f32 softmax ---- */
+/* ---- the bf16 pair path (g->vp): products by vdpbf16ps or on AMX tiles
+ * (kern->tile_scores, tile_values), f32 softmax ---- */
 
 /* The query block as pairs along D, unscaled (q is bf16: exact): qp[p][r] =
  * (q[r][2p], q[r][2p + 1]); the padding columns up to ncols are 0. */
@@ -121,6 +125,11 @@ static void load_q_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t q0, 
 static void scores_from_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t kidx, int nk,
                               int ncols) {
     const uint32_t *k = (const uint32_t *)(const void *)((const uint16_t *)g->k + kidx);
+    if (g->kern->tile_scores) {
+        g->kern->tile_scores(w->s, KK__ATT_BQ, k, g->k_ss / 2, w->qp, KK__ATT_BQ, nk, ncols,
+                             (int)(g->D / 2), g->qscale);
+        return;
+    }
     g->kern->gemm_pairs(w->s, KK__ATT_BQ, k, g->k_ss / 2, 1, w->qp, KK__ATT_BQ, nk, ncols,
                         (int)(g->D / 2), NULL);
     for (int j = 0; j < nk; j++) {
@@ -130,9 +139,17 @@ static void scores_from_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t
 }
 
 /* o = diag(alpha) o + P V with the weights rounded to bf16 pairs of keys (as
- * FlashAttention does on the GPU; l keeps their f32 sum) and V's pairs. */
+ * FlashAttention does on the GPU; l keeps their f32 sum) and V's pairs. On
+ * AMX tiles o^T = o^T diag(alpha) + V^T P^T from the same pairs of P (o^T's
+ * padding columns, past rows, are computed and never read). */
 static void values_from_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t b, int64_t kvh,
                               int64_t j0, int nk, int rows, int ncols) {
+    const uint32_t *vp = g->vp + b * g->vp_bs + kvh * g->vp_hs;
+    if (g->kern->tile_values) {
+        g->kern->tile_values(w->o, KK__ATT_BQ, vp + j0 / 2, g->vp_ld, w->s, KK__ATT_BQ, w->pp, nk,
+                             ncols, (int)g->Dp, w->alpha);
+        return;
+    }
     const int kp = (nk + 1) / 2;
     for (int p = 0; p < kp; p++) {
         const float *lo = w->s + 2 * p * KK__ATT_BQ, *hi = lo + KK__ATT_BQ;
@@ -141,9 +158,8 @@ static void values_from_pairs(const kk__att_geom *g, kk__att_scratch *w, int64_t
         for (int c = 0; c < ncols; c++)
             out[c] = kk__f32_bf16(lo[c]) | (uint32_t)(second ? kk__f32_bf16(hi[c]) : 0) << 16;
     }
-    const uint32_t *vp = g->vp + b * g->vp_bs + kvh * g->vp_hs + j0 / 2 * g->Dp;
-    g->kern->gemm_pairs(w->o, g->Dp, w->pp, 1, KK__ATT_BQ, vp, g->Dp, rows, (int)g->Dp, kp,
-                        w->alpha);
+    g->kern->gemm_pairs(w->o, g->Dp, w->pp, 1, KK__ATT_BQ, vp + j0 / 2 * g->Dp, g->Dp, rows,
+                        (int)g->Dp, kp, w->alpha);
 }
 
 /* -inf for the keys of the block a row may not see (only rows whose range
@@ -176,28 +192,41 @@ static void apply_dropout(const kk__att_geom *g, kk__att_scratch *w, uint32_t bh
 
 /* o2 = carry o2 + o, o = 0: a two-level sum (see KK__ATT_FOLD). carry holds
  * the product of the rescales since the last fold, so both are in the units
- * of the current max. */
-static void fold(const kk__att_geom *g, kk__att_scratch *w, int rows) {
-    for (int r = 0; r < rows; r++) {
-        float *restrict o2 = w->o2 + r * g->Dp;
-        float *restrict o = w->o + r * g->Dp;
-        const float c = w->carry[r];
+ * of the current max. tr: both transposed (AMX tiles). */
+static void fold(const kk__att_geom *g, kk__att_scratch *w, int rows, int tr) {
+    if (tr) {
         for (int64_t d = 0; d < g->D; d++) {
-            o2[d] = o2[d] * c + o[d];
-            o[d] = 0.0f;
+            float *restrict o2 = w->o2 + d * KK__ATT_BQ;
+            float *restrict o = w->o + d * KK__ATT_BQ;
+            for (int r = 0; r < rows; r++) {
+                o2[r] = o2[r] * w->carry[r] + o[r];
+                o[r] = 0.0f;
+            }
         }
-        w->carry[r] = 1.0f;
+    } else {
+        for (int r = 0; r < rows; r++) {
+            float *restrict o2 = w->o2 + r * g->Dp;
+            float *restrict o = w->o + r * g->Dp;
+            const float c = w->carry[r];
+            for (int64_t d = 0; d < g->D; d++) {
+                o2[d] = o2[d] * c + o[d];
+                o[d] = 0.0f;
+            }
+        }
     }
+    for (int r = 0; r < rows; r++) w->carry[r] = 1.0f;
 }
 
 /* o = acc / l (times 1/(1-p) with dropout), lse = ln(sum exp): the row's
  * final values; a row that saw no key gets o = 0 and lse = -inf. o0, lse0:
- * the element indexes of row 0. */
+ * the element indexes of row 0; tr: acc transposed (AMX tiles). */
 static kk_status finish_rows(const kk__att_geom *g, kk__att_scratch *w, int64_t o0, int64_t lse0,
-                             int rows) {
+                             int rows, int tr) {
     kk_status st = KK_OK;
     for (int r = 0; r < rows && st == KK_OK; r++) {
-        float *o = w->o2 + r * g->Dp;
+        float *o = tr ? w->row : w->o2 + r * g->Dp;
+        for (int64_t d = 0; d < g->D && tr; d++)
+            o[d] = w->o2[d * KK__ATT_BQ + r]; /* o2^T's column */
         double lse = -INFINITY;
         if (w->l[r] > 0.0) {
             const float f = (float)(g->keep_scale / w->l[r]);
@@ -219,6 +248,10 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
     const int ncols = (int)round_up(rows, KK__ATT_NT);
     const int64_t bh = b * g->Hq + h, kvh = h / (g->Hq / g->Hkv);
     const int64_t k0 = b * g->k_bs + kvh * g->k_hs, v0 = b * g->v_bs + kvh * g->v_hs;
+    /* the pair path on AMX tiles: blocks of 64 keys (whole tiles), o and o2
+     * transposed, the thread's tiles configured for this item's products */
+    const int tiles = g->vp && g->kern->tile_values;
+    const int64_t bk = tiles ? KK__ATT_BK_AMX : KK__ATT_BK;
 
     int64_t jmin = g->Sk, jmax = -1;
     for (int r = 0; r < rows; r++) {
@@ -232,8 +265,9 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
         w->m[c] = -INFINITY;
         w->l[c] = 0.0;
     }
-    memset(w->o, 0, (size_t)(rows * Dp) * sizeof(float));
-    memset(w->o2, 0, (size_t)(rows * Dp) * sizeof(float));
+    const int64_t acc = tiles ? Dp * BQ : rows * Dp; /* o^T: every column */
+    memset(w->o, 0, (size_t)acc * sizeof(float));
+    memset(w->o2, 0, (size_t)acc * sizeof(float));
     for (int r = 0; r < rows; r++) w->carry[r] = 1.0f;
     int since_fold = 0;
     const int64_t q0 = b * g->q_bs + h * g->q_hs + i0 * g->q_ss;
@@ -246,8 +280,9 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
     /* the pair path reads V's pairs from an even key: the key before jmin is
      * masked like any other a row may not see */
     if (g->vp) jmin &= ~(int64_t)1;
-    for (int64_t j0 = jmin; j0 <= jmax && st == KK_OK; j0 += KK__ATT_BK) {
-        const int nk = (int)(jmax + 1 - j0 < KK__ATT_BK ? jmax + 1 - j0 : KK__ATT_BK);
+    if (tiles) g->kern->tiles(1);
+    for (int64_t j0 = jmin; j0 <= jmax && st == KK_OK; j0 += bk) {
+        const int nk = (int)(jmax + 1 - j0 < bk ? jmax + 1 - j0 : bk);
         int any = 0; /* a key block that no row sees is skipped whole */
         for (int r = 0; r < rows; r++)
             any |= w->hi[r] >= w->lo[r] && w->lo[r] < j0 + nk && w->hi[r] >= j0;
@@ -274,12 +309,13 @@ kk_status kk__att_block(const kk__att_geom *g, kk__att_scratch *w, int64_t b, in
         else
             g->kern->gemm(w->o, Dp, w->s, 1, BQ, v, ldv, rows, (int)Dp, nk, w->alpha);
         if (++since_fold == KK__ATT_FOLD) {
-            fold(g, w, rows);
+            fold(g, w, rows, tiles);
             since_fold = 0;
         }
     }
-    fold(g, w, rows);
+    if (tiles) g->kern->tiles(0);
+    fold(g, w, rows, tiles);
     return st == KK_OK ? finish_rows(g, w, b * g->o_bs + h * g->o_hs + i0 * g->o_ss,
-                                     b * g->lse_bs + h * g->lse_hs + i0 * g->lse_ss, rows)
+                                     b * g->lse_bs + h * g->lse_hs + i0 * g->lse_ss, rows, tiles)
                        : st;
 }

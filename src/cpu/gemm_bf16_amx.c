@@ -14,8 +14,8 @@
  * the epilogue runs on it right after its last block.
  *
  * KK_AMX_EMULATE (tests/test_cpu_gemm_amx_emu.c only) compiles the same code
- * with the tile instructions emulated in C, to check the layout and the
- * edges on CPUs without AMX. docs/backends/cpu.md, "Instruction sets". */
+ * with the tile instructions emulated in C (cpu_amx.h), to check the layout
+ * and the edges on CPUs without AMX. docs/backends/cpu.md, "Instruction sets". */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,65 +39,11 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* the tile operations (cpu_amx.h), real or emulated (KK_AMX_EMULATE) */
 #ifdef KK_AMX_EMULATE
-/* ---- the tile instructions in C (tests only) ---- */
 #define ENTRY kk__cpu_gemm_bf16_amx_emu
-#define TARGET_AMX
-static _Thread_local unsigned char emu_tile[8][16][64];
-
-static void emu_load(int t, const void *p, int64_t stride) {
-    for (int r = 0; r < 16; r++) memcpy(emu_tile[t][r], (const char *)p + r * stride, 64);
-}
-static void emu_store(int t, void *p, int64_t stride) {
-    for (int r = 0; r < 16; r++) memcpy((char *)p + r * stride, emu_tile[t][r], 64);
-}
-static float emu_bf16(const unsigned char *row, int i) {
-    uint16_t h;
-    memcpy(&h, row + 2 * i, 2);
-    const uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-/* tdpbf16ps as the SDM writes it: per row m of c and pair k, both products
- * of column n added in turn */
-static void emu_dp(int c, int a, int b) {
-    for (int m = 0; m < 16; m++) {
-        float acc[16];
-        memcpy(acc, emu_tile[c][m], 64);
-        for (int k = 0; k < 16; k++)
-            for (int n = 0; n < 16; n++) {
-                acc[n] += emu_bf16(emu_tile[a][m], 2 * k) * emu_bf16(emu_tile[b][k], 2 * n);
-                acc[n] += emu_bf16(emu_tile[a][m], 2 * k + 1) * emu_bf16(emu_tile[b][k], 2 * n + 1);
-            }
-        memcpy(emu_tile[c][m], acc, 64);
-    }
-}
-#define TILE_LOAD(t, p, stride) emu_load(t, p, stride)
-#define TILE_STORE(t, p, stride) emu_store(t, p, stride)
-#define TILE_ZERO(t) memset(emu_tile[t], 0, sizeof emu_tile[t])
-#define TILE_DP(c, a, b) emu_dp(c, a, b)
-static void tiles_begin(void) {}
-static void tiles_end(void) {}
-
 #else
-/* ---- the real instructions ---- */
-#include <immintrin.h>
 #define ENTRY kk__cpu_gemm_bf16_amx
-#define TARGET_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
-/* gcc's tileloadd is an asm without a memory operand: the barrier makes the
- * stores before it (packing, the edge buffer) happen first. */
-#define TILE_LOAD(t, p, stride)                                                                    \
-    do {                                                                                           \
-        __asm__ volatile("" ::: "memory");                                                         \
-        _tile_loadd(t, p, stride);                                                                 \
-    } while (0)
-#define TILE_STORE(t, p, stride) _tile_stored(t, p, stride)
-#define TILE_ZERO(t) _tile_zero(t)
-#define TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
-
-TARGET_AMX static void tiles_begin(void) { _tile_loadconfig(&kk__amx_config_16x64); }
-TARGET_AMX static void tiles_end(void) { _tile_release(); }
 #endif
 
 /* Rows [r0, r0 + MR) of a [*, lda], k values [k0, k0 + kc), as tiles of 32
