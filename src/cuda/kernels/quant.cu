@@ -106,33 +106,68 @@ __global__ void fp8_tensor_kernel(kk__quant_job j, const uint32_t *amax_in, uint
 
 // ---- fp8 1x128: a warp per block of 128 elements (4 per lane) ----
 
+// Four consecutive elements of x from i on, one 8-byte (16-bit types) or
+// 16-byte (f32) load; the caller checked the alignment.
+__device__ __forceinline__ void load_x4(const void *x, int t, int64_t i, float (&v)[4]) {
+    if (t == KK_DTYPE_F32) {
+        const float4 f = *reinterpret_cast<const float4 *>(static_cast<const float *>(x) + i);
+        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+        return;
+    }
+    const uint2 w = *reinterpret_cast<const uint2 *>(static_cast<const uint16_t *>(x) + i);
+    const uint16_t h[4] = {(uint16_t)(w.x & 0xFFFF), (uint16_t)(w.x >> 16),
+                           (uint16_t)(w.y & 0xFFFF), (uint16_t)(w.y >> 16)};
+    for (int u = 0; u < 4; u++)
+        v[u] = __uint_as_float(t == KK_DTYPE_BF16 ? bf16_to_f32bits(h[u]) : f16_to_f32bits(h[u]));
+}
+
+// Full blocks of rows whose elements are 4-aligned take the vector form (lane
+// l holds elements 4l .. 4l + 3: one load, one 4-byte store); the rest the
+// scalar one (lane l holds l, l + 32, ...). The same values either way, so the
+// same bits as the CPU. The tensor amax goes out once per warp, not once per
+// block: the atomics on one word were most of the kernel's time.
 __global__ void fp8_1x128_kernel(kk__quant_job j, uint32_t *amax_all) {
     const int lane = threadIdx.x % 32;
     const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
     const int64_t tasks = j.batch * j.rows * j.scale_cols;
     uint8_t *q = static_cast<uint8_t *>(j.q);
+    const int esize = j.x_dtype == KK_DTYPE_F32 ? 4 : 2;
+    const bool vec_rows = j.k % 4 == 0 && reinterpret_cast<uintptr_t>(j.x) % (4 * esize) == 0 &&
+                          reinterpret_cast<uintptr_t>(q) % 4 == 0;
+    uint32_t warp_amax = 0;
     for (int64_t t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; t < tasks; t += warps) {
         const int64_t r = t / j.scale_cols, c = t % j.scale_cols;
         const int64_t c0 = c * KK__FP8_BLOCK, len = min((int64_t)KK__FP8_BLOCK, j.k - c0);
         const int64_t base = r * j.k + c0;
+        const bool vec = vec_rows && len == KK__FP8_BLOCK;
         float v[4];
         uint32_t m = 0;
-        for (int u = 0; u < 4; u++) {
-            const int64_t o = lane + 32 * u;
-            v[u] = o < len ? load_x(j.x, j.x_dtype, base + o) : 0.0f;
-            m = max(m, abs_bits(v[u]));
+        if (vec) {
+            load_x4(j.x, j.x_dtype, base + 4 * lane, v);
+        } else {
+            for (int u = 0; u < 4; u++) {
+                const int64_t o = lane + 32 * u;
+                v[u] = o < len ? load_x(j.x, j.x_dtype, base + o) : 0.0f;
+            }
         }
+        for (int u = 0; u < 4; u++) m = max(m, abs_bits(v[u]));
         m = warp_max(m);
+        warp_amax = max(warp_amax, m);
         const float s = kk__fp8_scale(__uint_as_float(m), fp8_max(j.q_dtype));
-        if (lane == 0) {
-            static_cast<float *>(j.scales)[t] = s;
-            if (m) atomicMax(amax_all, m);
-        }
-        for (int u = 0; u < 4; u++) {
-            const int64_t o = lane + 32 * u;
-            if (o < len) q[base + o] = encode_fp8(j.q_dtype, kk__q_ratio(v[u], s));
+        if (lane == 0) static_cast<float *>(j.scales)[t] = s;
+        if (vec) {
+            uint32_t w = 0;
+            for (int u = 0; u < 4; u++)
+                w |= (uint32_t)encode_fp8(j.q_dtype, kk__q_ratio(v[u], s)) << (8 * u);
+            *reinterpret_cast<uint32_t *>(q + base + 4 * lane) = w;
+        } else {
+            for (int u = 0; u < 4; u++) {
+                const int64_t o = lane + 32 * u;
+                if (o < len) q[base + o] = encode_fp8(j.q_dtype, kk__q_ratio(v[u], s));
+            }
         }
     }
+    if (lane == 0 && warp_amax && amax_all) atomicMax(amax_all, warp_amax);
 }
 
 // ---- fp8 128x128: a thread block per tile; the tile is read twice (the
