@@ -15,11 +15,15 @@ typedef struct work {
     double flops, rd, wr;
 } work;
 
+/* *pre: the bytes (of rd + wr) of a memory-bound pass that must finish before
+ * the product starts (fp8_linear's quantization of x), priced on its own and
+ * added to the product's roofline; 0 for the other steps. */
 static work step_work(const kk__dstep *s, const kk_model_config *c, double e, int64_t B, int64_t S,
-                      int64_t L) {
+                      int64_t L, double *pre) {
     const double T = (double)B * (double)S, h = (double)c->hidden_size, D = (double)c->head_dim;
     const double hq = (double)c->num_attention_heads, hkv = (double)c->num_key_value_heads;
     const double I = (double)c->intermediate_size, q = hq * D, kv = hkv * D;
+    *pre = 0;
     /* GEMM [T,K] x [N,K]^T: 2TNK FLOPs; reads x and W, writes y */
 #define GEMM(N, K)                                                                                 \
     (work) { 1, 1, 2 * T *(N) * (K), (T * (K) + (N) * (K)) * e, T *(N)*e }
@@ -73,13 +77,14 @@ static work step_work(const kk__dstep *s, const kk_model_config *c, double e, in
     case KK__DS_SWIGLU: /* the gate and up GEMMs and silu * mul in their epilogue */
         return (work){1, 1, 4 * T * I * h + 5 * T * I, (T * h + 2 * I * h) * e, T * I * e};
     case KK__DS_FP8_LINEAR: {
-        /* three launches: x quantized (x read, 1-byte codes written), the FP8
-         * GEMM (codes, 1-byte W, f32 [T,N] out), the epilogue (f32 read, y
-         * written; the residual read). Scales are under 1% and left out. */
+        /* three launches: the amax word cleared, x quantized (x read, 1-byte
+         * codes written: the pass before the product), the FP8 GEMM with the
+         * epilogue in its registers (codes and 1-byte W read, the residual
+         * read, y written). Scales are under 1% and left out. */
         const int res = s->in[2] != KK__DB_NONE;
+        *pre = T * k * e + T * k;
         work w = {3, 2, 2 * T * n * k + (res ? T * n : 0),
-                  T * k * e + T * k + n * k + 4 * T * n + (res ? T * n * e : 0),
-                  T * k + 4 * T * n + T * n * e};
+                  T * k * e + T * k + n * k + (res ? T * n * e : 0), T * k + T * n * e};
         return w;
     }
     default: /* a step this model does not price (an all-reduce): its floor */
@@ -111,10 +116,13 @@ static double ceiling(const kk_bench_ceilings *c, kk_ceiling_kind k) {
     }
 }
 
-/* The roofline of one step; the bound is whichever term is largest. */
-static void price(kk_step_cost *s, const kk_bench_ceilings *c, double floor_s) {
+/* The roofline of one step (pre: the bytes of a pass before its product, at
+ * the copy bandwidth, added); the bound is whichever term is largest. */
+static void price(kk_step_cost *s, const kk_bench_ceilings *c, double floor_s, double pre) {
     const double bw = ceiling(c, s->bandwidth), rate = ceiling(c, s->rate);
-    const double tm = bw > 0 ? (s->bytes_read + s->bytes_written) / bw : 0;
+    const double copy = ceiling(c, KK_CEILING_COPY);
+    const double tp = copy > 0 ? pre / copy : 0;
+    const double tm = bw > 0 ? (s->bytes_read + s->bytes_written - pre) / bw : 0;
     const double tc = rate > 0 ? s->flops / rate : 0;
     const double tl = s->calls * floor_s;
     if (s->calls == 0) { /* skipped at this shape */
@@ -122,11 +130,11 @@ static void price(kk_step_cost *s, const kk_bench_ceilings *c, double floor_s) {
         snprintf(s->bound, sizeof s->bound, "skipped");
         return;
     }
-    s->predicted_s = (tm > tc ? tm : tc) + tl;
+    s->predicted_s = tp + (tm > tc ? tm : tc) + tl;
     snprintf(s->bound, sizeof s->bound, "%s",
-             tl >= tm && tl >= tc ? "launch"
-             : tm >= tc           ? "memory"
-                                  : "compute");
+             tl >= tm + tp && tl >= tc ? "launch"
+             : tm + tp >= tc           ? "memory"
+                                       : "compute");
 }
 
 kk_status kk_decoder_predict(const kk_decoder *d, int64_t batch, int64_t seq, int64_t cached,
@@ -162,7 +170,8 @@ kk_status kk_decoder_predict(const kk_decoder *d, int64_t batch, int64_t seq, in
     for (int i = 0; i < out->nsteps; i++) {
         const kk__dstep *ps = &d->plan.steps[i];
         kk_step_cost *s = &out->steps[i];
-        const work w = step_work(ps, &d->cfg, e, batch, seq, cached);
+        double pre = 0;
+        const work w = step_work(ps, &d->cfg, e, batch, seq, cached, &pre);
         snprintf(s->name, sizeof s->name, "%s", ps->name);
         snprintf(s->op, sizeof s->op, "%s", kk__dstep_op_name(ps->op));
         s->calls = w.calls, s->flops = w.flops, s->bytes_read = w.rd, s->bytes_written = w.wr;
@@ -171,7 +180,7 @@ kk_status kk_decoder_predict(const kk_decoder *d, int64_t batch, int64_t seq, in
         s->bandwidth = w.rd > 0 && w.wr * 8 <= w.rd ? KK_CEILING_READ : KK_CEILING_COPY;
         s->predicted_s = s->measured_s = -1;
         if (!ceilings) continue;
-        price(s, ceilings, launch_floor_s);
+        price(s, ceilings, launch_floor_s, pre);
         out->predicted_s += s->predicted_s * (double)d->layers;
     }
     return KK_OK;
