@@ -12,7 +12,10 @@
  * cases made bf16), stays close to
  * the vdpbf16ps path and gives the same bits on 1 and 3 threads; and five
  * deliberately broken products (pairs swapped in either product, a key block
- * dropped, an edge tile dropped in either) fail that check. */
+ * dropped, an edge tile dropped in either) fail that check. attention_varlen
+ * runs on the same tiles (V^T's pairs per sequence): it passes the check
+ * (shapes and 40 fuzz cases made bf16), each sequence has the bits of a
+ * B = 1 attention alone, and the five broken products fail it too. */
 #include "testutil.h"
 
 #define KK_AMX_EMULATE 1
@@ -27,6 +30,7 @@
 #include "kernelkit/cases.h"
 #include "kernelkit/dtype.h"
 #include "opdef/attention.h"
+#include "opdef/attention_varlen.h"
 
 #if KK__AMX_CODE
 
@@ -224,6 +228,114 @@ static void attention_on_emulated_tiles(void **state) {
     kk__att_amx_test(NULL);
 }
 
+/* attention_varlen on the same tiles: V^T's pairs repacked per sequence
+ * (each sequence's pairs of keys from its own first key, whatever the parity
+ * of its packed offset), empty sequences, GQA, causal per sequence, windows,
+ * dropout, scale, lse, D with edge tiles, a fold. */
+static const char *const varlen_shapes[] = {
+    "Hq=2 Hkv=1 D=64 causal=1 lse=1 seqlens_q=5:0:17:100 seqlens_k=9:4:17:129",
+    "Hq=4 Hkv=2 D=72 causal=1 lse=1 seqlens_q=0:130:1:64:0 seqlens_k=3:201:1:0:0",
+    "Hq=2 Hkv=1 D=80 lse=1 window_left=20 window_right=5 seqlens_q=33:49:1 seqlens_k=71:97:300",
+    "Hq=2 Hkv=2 D=256 lse=1 scale=0.3 seqlens_q=49:3 seqlens_k=129:2",
+    ("Hq=4 Hkv=2 D=40 causal=1 lse=1 dropout=0.3 seed=123456789012 offset=77 "
+     "seqlens_q=70:0:33 seqlens_k=133:5:33"),
+    "Hq=4 Hkv=1 D=16 causal=1 lse=1 seqlens_q=1:50:3 seqlens_k=1101:77:40", /* past a fold */
+};
+
+static void varlen_on_emulated_tiles(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    const kk__att_kernels emu = emulated();
+    kk__att_amx_test(&emu);
+    for (size_t s = 0; s < sizeof varlen_shapes / sizeof varlen_shapes[0]; s++) {
+        char text[256];
+        snprintf(text, sizeof text, "%s dtype=bf16", varlen_shapes[s]);
+        const long before = atomic_load(&products);
+        const kk_case_result r = kk_test_run_cpu_case("attention_varlen", text, NULL, 3000 + s);
+        assert_int_equal(r.status, KK_CASE_PASS);
+        assert_true(atomic_load(&products) > before); /* the tiles ran */
+    }
+    /* odd D: the f32 products, no tiles */
+    const long before = atomic_load(&products);
+    assert_int_equal(kk_test_run_cpu_case("attention_varlen",
+                                          "Hq=2 Hkv=1 D=17 dtype=bf16 seqlens_q=5:40 "
+                                          "seqlens_k=9:77",
+                                          NULL, 5)
+                         .status,
+                     KK_CASE_PASS);
+    assert_int_equal(atomic_load(&products), before);
+    /* random cases of the op's fuzz stream, made bf16 with even D */
+    const kk_op *op;
+    kk_assert_ok(kk_op_find("attention_varlen", &op));
+    const uint64_t seed = 20261129;
+    print_message("    fuzz seed %llu\n", (unsigned long long)seed);
+    for (int i = 0; i < 40; i++) {
+        kk_case c;
+        kk_assert_ok(kk_case_fuzz(op, seed, i, KK_DIST_FULL, NULL, &c));
+        c.params.i[KK__AVL_DTYPE] = KK_DTYPE_BF16;
+        c.params.i[KK__AVL_D] &= ~(int64_t)1;
+        const kk_run_options o = {.device = "cpu"};
+        kk_case_result r;
+        kk_assert_ok(kk_case_run(&c, &o, &r));
+        if (r.status != KK_CASE_PASS) {
+            char text[1024];
+            kk_op_params_format(&c.params, text, sizeof text);
+            fail_msg("varlen fuzz case %d (%s): %s", i, text, r.message);
+        }
+    }
+    kk__att_amx_test(NULL);
+}
+
+/* On the tiles too, each sequence of the packed batch has the bits of a
+ * B = 1 attention of that sequence alone (both on the emulated tiles); the
+ * sequences run start at odd keys (51, 59, 159). */
+static void varlen_sequences_alone_on_emulated_tiles(void **state) {
+    (void)state;
+    if (!have_bf16()) skip();
+    enum { HQ = 4, HKV = 2, DIM = 72, NSEQ = 4, TQ = 138, TK = 223 };
+    static const int lq[NSEQ] = {37, 0, 100, 1}, lk[NSEQ] = {51, 8, 100, 64};
+    const kk_op *vop, *aop;
+    kk_op_params p, a;
+    kk_assert_ok(kk_op_find("attention_varlen", &vop));
+    kk_assert_ok(kk_op_find("attention", &aop));
+    kk_assert_ok(kk_op_params_parse(vop,
+                                    "Hq=4 Hkv=2 D=72 causal=1 lse=1 dtype=bf16 window_left=40 "
+                                    "seqlens_q=37:0:100:1 seqlens_k=51:8:100:64",
+                                    &p));
+    static uint16_t q[HQ * TQ * DIM], k[HKV * TK * DIM], v[HKV * TK * DIM], o[HQ * TQ * DIM];
+    static uint16_t sq[HQ * 100 * DIM], sk[HKV * 100 * DIM], sv[HKV * 100 * DIM],
+        so[HQ * 100 * DIM];
+    static float lse[HQ * TQ], slse[HQ * 100];
+    static int32_t cq[NSEQ + 1], ck[NSEQ + 1];
+    kk_assert_ok(kk_case_fill_inputs(&p, 17, KK_DIST_FULL, (void *[]){q, k, v, cq, ck}));
+    const kk__att_kernels emu = emulated();
+    kk__att_amx_test(&emu);
+    kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){q, k, v, cq, ck, o, lse}));
+    const size_t row = DIM * sizeof(uint16_t);
+    long unlike = 0;
+    for (int s = 0; s < NSEQ; s++) {
+        if (!lq[s] || !lk[s]) continue;
+        char text[256];
+        snprintf(text, sizeof text,
+                 "B=1 Hq=4 Hkv=2 Sq=%d Sk=%d D=72 causal=1 lse=1 dtype=bf16 window_left=40", lq[s],
+                 lk[s]);
+        kk_assert_ok(kk_op_params_parse(aop, text, &a));
+        /* [1,H,total,D] rows of the sequence into [1,H,S,D] */
+        for (int h = 0; h < HQ; h++)
+            memcpy(sq + h * lq[s] * DIM, q + (h * TQ + cq[s]) * DIM, lq[s] * row);
+        for (int h = 0; h < HKV; h++) {
+            memcpy(sk + h * lk[s] * DIM, k + (h * TK + ck[s]) * DIM, lk[s] * row);
+            memcpy(sv + h * lk[s] * DIM, v + (h * TK + ck[s]) * DIM, lk[s] * row);
+        }
+        kk_assert_ok(kk_run_kernel_host(&a, "cpu", (void *[]){sq, sk, sv, so, slse}));
+        for (int h = 0; h < HQ; h++)
+            unlike += memcmp(so + h * lq[s] * DIM, o + (h * TQ + cq[s]) * DIM, lq[s] * row) != 0 ||
+                      memcmp(slse + h * lq[s], lse + h * TQ + cq[s], lq[s] * sizeof(float)) != 0;
+    }
+    kk__att_amx_test(NULL);
+    assert_int_equal(unlike, 0);
+}
+
 /* Random cases of the op's fuzz stream (seed printed), made bf16 with even
  * D so that they take the tiles. */
 static void fuzz_on_emulated_tiles(void **state) {
@@ -367,20 +479,22 @@ static void broken_products_fail(void **state) {
                   {"a key block dropped", NULL, dropped_block},
                   {"D's edge tile dropped", dropped_edge_scores, NULL},
                   {"a short block's last keys dropped", NULL, dropped_edge_values}};
-    static const char *const cases[] = {
-        "B=1 Hq=4 Hkv=2 Sq=50 Sk=200 D=72 causal=1 lse=1 dtype=bf16",
-        "B=1 Hq=2 Hkv=1 Sq=77 Sk=150 D=80 dtype=bf16",
+    static const char *const cases[][2] = {
+        {"attention", "B=1 Hq=4 Hkv=2 Sq=50 Sk=200 D=72 causal=1 lse=1 dtype=bf16"},
+        {"attention", "B=1 Hq=2 Hkv=1 Sq=77 Sk=150 D=80 dtype=bf16"},
+        {"attention_varlen", "Hq=4 Hkv=2 D=72 causal=1 lse=1 dtype=bf16 seqlens_q=50:3:77 "
+                             "seqlens_k=200:9:150"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         kk__att_kernels k = good;
         kk__att_amx_test(&k);
-        assert_int_equal(kk_test_run_cpu_case("attention", cases[c], NULL, 31).status,
+        assert_int_equal(kk_test_run_cpu_case(cases[c][0], cases[c][1], NULL, 31).status,
                          KK_CASE_PASS);
         for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
             k = good;
             if (broken[i].scores) k.tile_scores = broken[i].scores;
             if (broken[i].values) k.tile_values = broken[i].values;
-            const kk_case_result r = kk_test_run_cpu_case("attention", cases[c], NULL, 31);
+            const kk_case_result r = kk_test_run_cpu_case(cases[c][0], cases[c][1], NULL, 31);
             print_message("    %s: relative L2 %.3g\n", broken[i].name, r.rel_l2_err);
             assert_int_equal(r.status, KK_CASE_FAIL);
         }
@@ -390,9 +504,13 @@ static void broken_products_fail(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(product_is_exact),       cmocka_unit_test(attention_on_emulated_tiles),
-        cmocka_unit_test(fuzz_on_emulated_tiles), cmocka_unit_test(close_to_the_vdpbf16ps_path),
+        cmocka_unit_test(product_is_exact),
+        cmocka_unit_test(attention_on_emulated_tiles),
+        cmocka_unit_test(fuzz_on_emulated_tiles),
+        cmocka_unit_test(close_to_the_vdpbf16ps_path),
         cmocka_unit_test(broken_products_fail),
+        cmocka_unit_test(varlen_on_emulated_tiles),
+        cmocka_unit_test(varlen_sequences_alone_on_emulated_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,10 +2,12 @@
 /* attention_varlen (packed variable-length batches, cu_seqlens): the CPU
  * kernel against the float64 reference through the harness's runner (empty
  * sequences, causal with Sq != Sk per sequence, GQA/MQA, windows, lse,
- * dropout, the even split, every dtype, AVX2 and generic micro-kernels, fuzz
+ * dropout, the even split, every dtype, every level the CPU has, fuzz
  * cases); the packed batch equals its sequences run alone through
  * kk_attention, bit for bit (sequence s as batch s of the fixed-length op:
- * the dropout mask's batch is the sequence); wrong kernels fail; bad offsets,
+ * the dropout mask's batch is the sequence), in f32 and in bf16 (the pair
+ * path from avx512_bf16 up, which is shown taken); wrong kernels, broken pair
+ * products and the f32 products against the pair path's bits fail; bad offsets,
  * dtypes, lengths and max_seqlen give errors naming the argument; the FLOP
  * count and the LIST parameters. */
 #include "testutil.h"
@@ -39,6 +41,10 @@ static const char *const shapes[] = {
     ("Hq=4 Hkv=2 D=40 causal=1 lse=1 dropout=0.3 seed=123456789012 offset=77 "
      "seqlens_q=70:0:33 seqlens_k=133:5:33"),
     "nseq=5 total_q=97 total_k=203 Hq=2 Hkv=1 D=64 causal=1 lse=1 seqlens_q=none seqlens_k=none",
+    /* decode rows past a fold (16 key blocks); D = 72, 80: AMX tiles' edges */
+    "Hq=4 Hkv=1 D=72 causal=1 lse=1 seqlens_q=1:50:3 seqlens_k=1001:77:40",
+    ("Hq=2 Hkv=1 D=80 lse=1 window_left=30 window_right=0 dropout=0.2 seed=5 offset=3 "
+     "seqlens_q=33:64:7 seqlens_k=71:65:9"),
 };
 
 static void passes_in_every_dtype(int isa) {
@@ -61,6 +67,17 @@ static void passes_with_best_kernels(void **state) {
 static void passes_with_generic_kernels(void **state) {
     (void)state;
     passes_in_every_dtype(KK__ISA_GENERIC);
+}
+
+/* Every level the CPU has above generic: bf16 with even D on the pair path
+ * from avx512_bf16 up (vdpbf16ps; AMX tiles at amx). */
+static void passes_at_every_level(void **state) {
+    (void)state;
+    for (int isa = KK__ISA_AVX2; isa <= (int)kk__cpu_isa_supported(); isa++) {
+        kk__cpu_isa_cap(isa);
+        print_message("    level %s\n", kk__att_kernels_best()->name);
+        passes_in_every_dtype(isa);
+    }
 }
 
 /* Random cases (kk_case_fuzz draws the lengths, zeros included). */
@@ -107,32 +124,46 @@ static kk_tensor *wrap(kk_dtype dt, int ndim, const int64_t *shape, void *data) 
     return t;
 }
 
-/* Packed q/k/v in FlashAttention's [total,H,D] layout (f32), run through
+/* How a packed batch is run against its sequences alone. */
+typedef struct alone_case {
+    kk_dtype dt;
+    int dim, causal;
+    int64_t window_left; /* -1: none */
+    double scale, dropout;
+    int isa, alone_isa; /* the levels of the packed call and of the calls alone */
+} alone_case;
+
+/* Packed q/k/v in FlashAttention's [total,H,D] layout, run through
  * kk_attention_varlen (3-D tensors: the strided path of the CPU kernel); then
  * every sequence alone through kk_attention as batch s of a B = s + 1 batch
- * (batches before it zero) and, without dropout, as a B = 1 call: o and lse
- * must be the same bits. */
-static void check_sequences_alone(const int *lq, const int *lk, int nseq, int causal,
-                                  double dropout) {
+ * (batches before it zero) and, without dropout, as a B = 1 call. Returns the
+ * rows whose o or lse differ in bits (0: the same bits). */
+static long rows_unlike_alone(const int *lq, const int *lk, int nseq, const alone_case *c) {
     int cq[17] = {0}, ck[17] = {0};
     for (int s = 0; s < nseq; s++) cq[s + 1] = cq[s] + lq[s], ck[s + 1] = ck[s] + lk[s];
-    const int TQ = cq[nseq], TK = ck[nseq];
-    float *q = malloc(sizeof(float) * TQ * HQ * D), *o = malloc(sizeof(float) * TQ * HQ * D);
-    float *k = malloc(sizeof(float) * TK * HKV * D), *v = malloc(sizeof(float) * TK * HKV * D);
+    const int TQ = cq[nseq], TK = ck[nseq], Dm = c->dim;
+    const size_t es = kk_dtype_bytes(c->dt, 1), nq = (size_t)TQ * HQ * Dm,
+                 nk = (size_t)TK * HKV * Dm;
+    float *f = malloc(sizeof(float) * (nq + 2 * nk));
+    char *q = malloc(nq * es), *o = malloc(nq * es), *k = malloc(nk * es), *v = malloc(nk * es);
     float *lse = malloc(sizeof(float) * HQ * TQ);
     uint64_t seed = 7;
-    for (int i = 0; i < TQ * HQ * D; i++) q[i] = frand(&seed);
-    for (int i = 0; i < TK * HKV * D; i++) k[i] = frand(&seed), v[i] = frand(&seed);
-    kk_tensor *tq = wrap(KK_DTYPE_F32, 3, (int64_t[]){TQ, HQ, D}, q);
-    kk_tensor *tk = wrap(KK_DTYPE_F32, 3, (int64_t[]){TK, HKV, D}, k);
-    kk_tensor *tv = wrap(KK_DTYPE_F32, 3, (int64_t[]){TK, HKV, D}, v);
-    kk_tensor *to = wrap(KK_DTYPE_F32, 3, (int64_t[]){TQ, HQ, D}, o);
+    for (size_t i = 0; i < nq + 2 * nk; i++) f[i] = frand(&seed);
+    kk_assert_ok(kk_convert_host(f, KK_DTYPE_F32, q, c->dt, nq));
+    kk_assert_ok(kk_convert_host(f + nq, KK_DTYPE_F32, k, c->dt, nk));
+    kk_assert_ok(kk_convert_host(f + nq + nk, KK_DTYPE_F32, v, c->dt, nk));
+    kk_tensor *tq = wrap(c->dt, 3, (int64_t[]){TQ, HQ, Dm}, q);
+    kk_tensor *tk = wrap(c->dt, 3, (int64_t[]){TK, HKV, Dm}, k);
+    kk_tensor *tv = wrap(c->dt, 3, (int64_t[]){TK, HKV, Dm}, v);
+    kk_tensor *to = wrap(c->dt, 3, (int64_t[]){TQ, HQ, Dm}, o);
     kk_tensor *tl = wrap(KK_DTYPE_F32, 2, (int64_t[]){HQ, TQ}, lse);
     kk_tensor *tcq = wrap(KK_DTYPE_INT32, 1, (int64_t[]){nseq + 1}, cq);
     kk_tensor *tck = wrap(KK_DTYPE_INT32, 1, (int64_t[]){nseq + 1}, ck);
     kk_attention_options opt = KK_ATTENTION_OPTIONS_INIT;
-    opt.causal = causal;
-    opt.dropout = dropout;
+    opt.causal = c->causal;
+    opt.window_left = c->window_left;
+    opt.scale = c->scale;
+    opt.dropout = c->dropout;
     opt.seed = 0xABCDEF12345ull;
     opt.offset = (1ull << 32) + 99;
     int maxq = 1, maxk = 1;
@@ -140,76 +171,154 @@ static void check_sequences_alone(const int *lq, const int *lk, int nseq, int ca
         maxq = lq[s] > maxq ? lq[s] : maxq;
         maxk = lk[s] > maxk ? lk[s] : maxk;
     }
+    kk__cpu_isa_cap(c->isa);
     kk_assert_ok(kk_attention_varlen(tq, tk, tv, tcq, tck, maxq, maxk, to, tl, &opt, NULL));
+    kk__cpu_isa_cap(c->alone_isa);
+    long unlike = 0;
+    const size_t row = (size_t)Dm * es;
     for (int s = 0; s < nseq; s++) {
         if (lq[s] == 0) continue;
         if (lk[s] == 0) { /* no key (no fixed-length call has Sk = 0): o = 0, lse = -inf */
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < lq[s]; i++) {
-                    const float *got = o + ((size_t)(cq[s] + i) * HQ + h) * D;
-                    for (int d = 0; d < D; d++) assert_true(got[d] == 0.0f);
+                    const char *got = o + ((size_t)(cq[s] + i) * HQ + h) * row;
+                    for (size_t x = 0; x < row; x++) assert_true(got[x] == 0);
                     const float lg = lse[(size_t)h * TQ + cq[s] + i];
                     assert_true(isinf(lg) && lg < 0);
                 }
             continue;
         }
         for (int alone = 0; alone < 2; alone++) {
-            if (alone && dropout > 0 && s > 0) continue; /* another batch: another mask */
+            if (alone && c->dropout > 0 && s > 0) continue; /* another batch: another mask */
             const int B = alone ? 1 : s + 1, b = alone ? 0 : s, Sq = lq[s], Sk = lk[s];
-            float *fq = calloc((size_t)B * HQ * Sq * D, sizeof(float));
-            float *fk = calloc((size_t)B * HKV * Sk * D, sizeof(float));
-            float *fv = calloc((size_t)B * HKV * Sk * D, sizeof(float));
-            float *fo = calloc((size_t)B * HQ * Sq * D, sizeof(float));
+            char *fq = calloc((size_t)B * HQ * Sq, row), *fo = calloc((size_t)B * HQ * Sq, row);
+            char *fk = calloc((size_t)B * HKV * Sk, row), *fv = calloc((size_t)B * HKV * Sk, row);
             float *fl = calloc((size_t)B * HQ * Sq, sizeof(float));
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < Sq; i++)
-                    memcpy(fq + (((size_t)b * HQ + h) * Sq + i) * D,
-                           q + ((size_t)(cq[s] + i) * HQ + h) * D, D * sizeof(float));
+                    memcpy(fq + (((size_t)b * HQ + h) * Sq + i) * row,
+                           q + ((size_t)(cq[s] + i) * HQ + h) * row, row);
             for (int h = 0; h < HKV; h++)
-                for (int j = 0; j < lk[s]; j++) {
-                    memcpy(fk + (((size_t)b * HKV + h) * Sk + j) * D,
-                           k + ((size_t)(ck[s] + j) * HKV + h) * D, D * sizeof(float));
-                    memcpy(fv + (((size_t)b * HKV + h) * Sk + j) * D,
-                           v + ((size_t)(ck[s] + j) * HKV + h) * D, D * sizeof(float));
+                for (int j = 0; j < Sk; j++) {
+                    memcpy(fk + (((size_t)b * HKV + h) * Sk + j) * row,
+                           k + ((size_t)(ck[s] + j) * HKV + h) * row, row);
+                    memcpy(fv + (((size_t)b * HKV + h) * Sk + j) * row,
+                           v + ((size_t)(ck[s] + j) * HKV + h) * row, row);
                 }
-            const kk_attention_options o1 = opt;
-            kk_tensor *a[5] = {wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fq),
-                               wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fk),
-                               wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HKV, Sk, D}, fv),
-                               wrap(KK_DTYPE_F32, 4, (int64_t[]){B, HQ, Sq, D}, fo),
+            kk_tensor *a[5] = {wrap(c->dt, 4, (int64_t[]){B, HQ, Sq, Dm}, fq),
+                               wrap(c->dt, 4, (int64_t[]){B, HKV, Sk, Dm}, fk),
+                               wrap(c->dt, 4, (int64_t[]){B, HKV, Sk, Dm}, fv),
+                               wrap(c->dt, 4, (int64_t[]){B, HQ, Sq, Dm}, fo),
                                wrap(KK_DTYPE_F32, 3, (int64_t[]){B, HQ, Sq}, fl)};
-            kk_assert_ok(kk_attention(a[0], a[1], a[2], a[3], a[4], &o1, NULL));
+            kk_assert_ok(kk_attention(a[0], a[1], a[2], a[3], a[4], &opt, NULL));
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < Sq; i++) {
-                    const float *want = fo + (((size_t)b * HQ + h) * Sq + i) * D;
-                    const float *got = o + ((size_t)(cq[s] + i) * HQ + h) * D;
+                    const char *want = fo + (((size_t)b * HQ + h) * Sq + i) * row;
+                    const char *got = o + ((size_t)(cq[s] + i) * HQ + h) * row;
                     const float lw = fl[((size_t)b * HQ + h) * Sq + i];
                     const float lg = lse[(size_t)h * TQ + cq[s] + i];
-                    if (memcmp(want, got, D * sizeof(float)) != 0 ||
-                        memcmp(&lw, &lg, sizeof lw) != 0)
-                        fail_msg("sequence %d (B=%d) head %d row %d: o[0] %.9g vs %.9g, lse "
-                                 "%.9g vs %.9g",
-                                 s, B, h, i, got[0], want[0], lg, lw);
+                    if (memcmp(want, got, row) != 0 || memcmp(&lw, &lg, sizeof lw) != 0) {
+                        if (!unlike++)
+                            print_message("    sequence %d (B=%d) head %d row %d: lse %.9g vs "
+                                          "%.9g, o %s\n",
+                                          s, B, h, i, lg, lw,
+                                          memcmp(want, got, row) ? "differs" : "equal");
+                    }
                 }
             for (int t = 0; t < 5; t++) kk_tensor_destroy(a[t]);
             free(fq), free(fk), free(fv), free(fo), free(fl);
         }
     }
+    kk__cpu_isa_cap(-1);
     kk_tensor *all[] = {tq, tk, tv, to, tl, tcq, tck};
     for (int t = 0; t < 7; t++) kk_tensor_destroy(all[t]);
-    free(q), free(k), free(v), free(o), free(lse);
+    free(f), free(q), free(k), free(v), free(o), free(lse);
+    return unlike;
 }
+
+/* Sequences of different lengths, empty ones both ways, odd key offsets (57,
+ * 157, 221: the bf16 pair path's pairs of keys start at each sequence's
+ * first key, not at an even packed row). */
+static const int seq_q[] = {37, 0, 100, 1, 49, 5}, seq_k[] = {50, 7, 100, 64, 0, 5};
 
 static void packed_equals_sequences_alone(void **state) {
     (void)state;
-    const int lq[] = {37, 0, 100, 1, 49, 5}, lk[] = {50, 7, 100, 64, 0, 5};
     for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++) {
-        kk__cpu_isa_cap(isa);
-        check_sequences_alone(lq, lk, 6, 0, 0.0);
-        check_sequences_alone(lq, lk, 6, 1, 0.0);
-        check_sequences_alone(lq, lk, 6, 1, 0.25);
+        const alone_case f32[] = {
+            {KK_DTYPE_F32, D, 0, -1, 0.0, 0.0, isa, isa},
+            {KK_DTYPE_F32, D, 1, -1, 0.0, 0.0, isa, isa},
+            {KK_DTYPE_F32, D, 1, -1, 0.0, 0.25, isa, isa},
+        };
+        for (size_t i = 0; i < sizeof f32 / sizeof f32[0]; i++)
+            assert_int_equal(rows_unlike_alone(seq_q, seq_k, 6, &f32[i]), 0);
     }
-    kk__cpu_isa_cap(-1);
+}
+
+/* bf16 at every level, even D on the pair path from avx512_bf16 up (V's pairs
+ * per sequence), odd D on the f32 products: the packed batch is its
+ * sequences alone, bit for bit, with every feature the op has. */
+static void bf16_packed_equals_sequences_alone(void **state) {
+    (void)state;
+    for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++) {
+        const alone_case bf16[] = {
+            {KK_DTYPE_BF16, 64, 0, -1, 0.0, 0.0, isa, isa},
+            {KK_DTYPE_BF16, 64, 1, -1, 0.0, 0.25, isa, isa},
+            {KK_DTYPE_BF16, 40, 1, 20, 0.3, 0.0, isa, isa},
+            {KK_DTYPE_BF16, 128, 0, 33, 0.0, 0.1, isa, isa},
+            {KK_DTYPE_BF16, 17, 1, -1, 0.0, 0.25, isa, isa},
+        };
+        for (size_t i = 0; i < sizeof bf16 / sizeof bf16[0]; i++)
+            assert_int_equal(rows_unlike_alone(seq_q, seq_k, 6, &bf16[i]), 0);
+    }
+}
+
+/* The bit check sees a wrong kernel: the sequences alone on the f32 products
+ * (avx512) against the packed batch on the pair path (avx512_bf16) differ,
+ * in most rows; with odd D both run the f32 products and agree. */
+static void bits_differ_from_the_f32_products(void **state) {
+    (void)state;
+    if (!kk__att_kernels_avx512_bf16()) skip();
+    const alone_case even = {KK_DTYPE_BF16, 64, 1, -1, 0.0, 0.0, KK__ISA_AVX512_BF16,
+                             KK__ISA_AVX512},
+                     odd = {KK_DTYPE_BF16, 17, 1, -1, 0.0, 0.0, KK__ISA_AVX512_BF16,
+                            KK__ISA_AVX512};
+    const long unlike = rows_unlike_alone(seq_q, seq_k, 6, &even);
+    print_message("    rows unlike the f32 products': %ld\n", unlike);
+    assert_true(unlike > 100);
+    assert_int_equal(rows_unlike_alone(seq_q, seq_k, 6, &odd), 0);
+}
+
+/* The pair path is the one varlen takes for bf16 at avx512_bf16: its weights
+ * are rounded to bf16, so the output differs in bits from the f32 products'
+ * (avx512; both pass the check); with odd D it cannot pair and gives the f32
+ * path's bits. */
+static void bf16_pairs_are_taken(void **state) {
+    (void)state;
+    if (!kk__att_kernels_avx512_bf16()) skip();
+    const kk_op *op;
+    kk_assert_ok(kk_op_find("attention_varlen", &op));
+    for (int odd = 0; odd < 2; odd++) {
+        kk_op_params p;
+        kk_assert_ok(kk_op_params_parse(
+            op,
+            odd ? "Hq=2 Hkv=1 D=17 dtype=bf16 seqlens_q=37:20:50 seqlens_k=77:9:100"
+                : "Hq=2 Hkv=1 D=64 dtype=bf16 seqlens_q=37:20:50 seqlens_k=77:9:100",
+            &p));
+        enum { MAX = 2 * 186 * 64, NO = 2 * 107 * 64 };
+        static uint16_t q[MAX], k[MAX], v[MAX], o[2][MAX];
+        static int32_t cq[4], ck[4];
+        kk_assert_ok(kk_case_fill_inputs(&p, 5, KK_DIST_FULL, (void *[]){q, k, v, cq, ck}));
+        for (int t = 0; t < 2; t++) {
+            kk__cpu_isa_cap(t ? KK__ISA_AVX512 : KK__ISA_AVX512_BF16);
+            kk_assert_ok(kk_run_kernel_host(&p, "cpu", (void *[]){q, k, v, cq, ck, o[t]}));
+        }
+        kk__cpu_isa_cap(-1);
+        const size_t bytes = (size_t)NO / 64 * (odd ? 17 : 64) * sizeof(uint16_t);
+        if (odd)
+            assert_memory_equal(o[0], o[1], bytes);
+        else
+            assert_memory_not_equal(o[0], o[1], bytes);
+    }
 }
 
 /* Equal lengths: the packed batch is kk_attention with B = nseq, dropout
@@ -310,6 +419,50 @@ static void wrong_kernels_fail(void **state) {
                        "seqlens_q=40:9 seqlens_k=90:9";
     assert_int_equal(run_with(drop, NULL, 8).status, KK_CASE_PASS);
     assert_int_equal(run_with(drop, dropout_next_offset, 8).status, KK_CASE_FAIL);
+}
+
+/* Broken pair products handed to the attention slot (kk__att_amx_test: any
+ * kernels at avx512_bf16 and up): the two bf16 values of each pair of B
+ * swapped, in P.V (B: V's pairs of keys) or in the scores (B: q's pairs
+ * along D). Each fails the check that the right products pass. */
+static int break_values; /* which product swapped_pairs breaks */
+
+static void swapped_pairs(float *c, int64_t ldc, const uint32_t *a, int64_t ars, int64_t aps,
+                          const uint32_t *b, int64_t ldb, int m, int n, int kp,
+                          const float *alpha) {
+    const kk__att_kernels *good = kk__att_kernels_avx512_bf16();
+    if ((alpha != NULL) != break_values) { /* P.V rescales by alpha, the scores do not */
+        good->gemm_pairs(c, ldc, a, ars, aps, b, ldb, m, n, kp, alpha);
+        return;
+    }
+    uint32_t *sw = malloc(sizeof(uint32_t) * (size_t)(kp * ldb));
+    assert_non_null(sw);
+    for (int p = 0; p < kp; p++)
+        for (int x = 0; x < n; x++) sw[p * ldb + x] = b[p * ldb + x] >> 16 | b[p * ldb + x] << 16;
+    good->gemm_pairs(c, ldc, a, ars, aps, sw, ldb, m, n, kp, alpha);
+    free(sw);
+}
+
+static void broken_pairs_fail(void **state) {
+    (void)state;
+    if (!kk__att_kernels_avx512_bf16()) skip();
+    const char *text = "Hq=4 Hkv=2 D=64 causal=1 lse=1 dtype=bf16 seqlens_q=37:0:50 "
+                       "seqlens_k=77:5:60";
+    kk__att_kernels broken = *kk__att_kernels_avx512_bf16();
+    broken.gemm_pairs = swapped_pairs;
+    assert_int_equal(run_with(text, NULL, 9).status, KK_CASE_PASS);
+    kk__att_amx_test(&broken);
+    for (break_values = 0; break_values < 2; break_values++)
+        assert_int_equal(run_with(text, NULL, 9).status, KK_CASE_FAIL);
+    kk__att_amx_test(NULL);
+    /* the pair path's mask and dropout are checked too */
+    kk__cpu_isa_cap(KK__ISA_AVX512_BF16);
+    assert_int_equal(run_with(text, causal_plus_one, 9).status, KK_CASE_FAIL);
+    const char *drop = "Hq=2 Hkv=1 D=32 dropout=0.2 seed=99 offset=1000 lse=1 dtype=bf16 "
+                       "seqlens_q=40:9 seqlens_k=91:9";
+    assert_int_equal(run_with(drop, NULL, 8).status, KK_CASE_PASS);
+    assert_int_equal(run_with(drop, dropout_next_offset, 8).status, KK_CASE_FAIL);
+    kk__cpu_isa_cap(-1);
 }
 
 /* Issue 22: fuzz/attention_varlen/69 of seed 3715463638 (D = 244, scale 0.49,
@@ -515,10 +668,15 @@ int main(void) {
         cmocka_unit_test(bad_params_are_named),
         cmocka_unit_test(passes_with_best_kernels),
         cmocka_unit_test(passes_with_generic_kernels),
+        cmocka_unit_test(passes_at_every_level),
         cmocka_unit_test(fuzz_cases_pass),
         cmocka_unit_test(packed_equals_sequences_alone),
+        cmocka_unit_test(bf16_packed_equals_sequences_alone),
+        cmocka_unit_test(bits_differ_from_the_f32_products),
+        cmocka_unit_test(bf16_pairs_are_taken),
         cmocka_unit_test(equal_lengths_are_a_batch),
         cmocka_unit_test(wrong_kernels_fail),
+        cmocka_unit_test(broken_pairs_fail),
         cmocka_unit_test(issue22_cancelling_outputs),
         cmocka_unit_test(bad_offsets_are_named),
     };

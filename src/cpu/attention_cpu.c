@@ -78,9 +78,7 @@ static kk__att_geom geometry(const kk_op_params *p, kk_tensor *const *t) {
 
 /* f16/bf16 K and V converted to f32 once per call, not once per query block
  * that reads them (Sq / 48 times): [B][Hkv][Sk][Dp] each, V's padding zero.
- * Not done past this size; the blocks then convert what they read. */
-#define KV_COPY_MAX_BYTES (INT64_C(256) << 20)
-
+ * Not done past KK__ATT_COPY_MAX_BYTES; the blocks then convert what they read. */
 static void convert_rows(const void *src, kk_dtype dt, int64_t bs, int64_t hs, int64_t ss,
                          const kk__att_geom *g, float *dst) {
     const int64_t rows = g->B * g->Hkv * g->Sk;
@@ -99,7 +97,7 @@ static float *kv_to_f32(kk__att_geom *g) {
     const int64_t nq_blocks = (g->Sq + KK__ATT_BQ - 1) / KK__ATT_BQ;
     const int64_t floats = g->B * g->Hkv * g->Sk * g->Dp;
     if (g->dt == KK_DTYPE_F32 || nq_blocks * g->Hq / g->Hkv < 2 ||
-        2 * floats * (int64_t)sizeof(float) > KV_COPY_MAX_BYTES)
+        2 * floats * (int64_t)sizeof(float) > KK__ATT_COPY_MAX_BYTES)
         return NULL;
     float *buf = aligned_alloc(64, (size_t)(2 * floats) * sizeof(float));
     if (!buf) return NULL; /* the blocks convert instead */
@@ -117,56 +115,67 @@ static float *kv_to_f32(kk__att_geom *g) {
 /* The bf16 pair path: where the kernels have gemm_pairs (or tile_values) and
  * q and k can be read as 32-bit pairs along D in place, V is repacked once
  * per call as pairs of rows (g->vp), or for AMX tiles as V^T's rows of pairs
- * of keys, 16 pairs (64 bytes) at a time. Returns the buffer to free (NULL:
- * not this path). */
-static uint32_t *v_to_pairs(kk__att_geom *g) {
+ * of keys, 16 pairs (64 bytes) at a time. */
+int kk__att_pairs_ok(const kk__att_geom *g) {
     const int tiles = g->kern->tile_values != NULL;
-    const int64_t half_sk = (g->Sk + 1) / 2, ld = (half_sk + 15) / 16 * 16;
-    const int64_t words = g->B * g->Hkv * (tiles ? ld : half_sk) * g->Dp;
     const int even = g->D % 2 == 0 && g->q_ss % 2 == 0 && g->q_hs % 2 == 0 && g->q_bs % 2 == 0 &&
                      g->k_ss % 2 == 0 && g->k_hs % 2 == 0 && g->k_bs % 2 == 0 &&
                      (uintptr_t)g->q % 4 == 0 && (uintptr_t)g->k % 4 == 0;
-    if (g->dt != KK_DTYPE_BF16 || !(g->kern->gemm_pairs || tiles) || !even ||
-        (tiles && g->Dp > 256) || words * (int64_t)sizeof(uint32_t) > KV_COPY_MAX_BYTES)
-        return NULL;
-    uint32_t *vp = aligned_alloc(64, (size_t)words * sizeof(uint32_t));
-    if (!vp) return NULL; /* the f32 path instead */
-    const uint16_t *v = g->v;
-    if (tiles) {
-        /* items of 16 pairs of keys of one head: their 32 rows of V copied
-         * (zero past Sk and D), then 16 words of each row d of V^T */
-        const int64_t chunks = ld / 16, items = g->B * g->Hkv * chunks;
-#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
-        for (int64_t i = 0; i < items; i++) {
-            const int64_t bh = i / chunks, j0 = i % chunks * 32;
-            const uint16_t *head = v + bh / g->Hkv * g->v_bs + bh % g->Hkv * g->v_hs;
-            uint16_t rows[32][256]; /* Dp <= 256 */
-            for (int64_t r = 0; r < 32; r++) {
-                const int64_t n = j0 + r < g->Sk ? g->D : 0;
-                if (n) memcpy(rows[r], head + (j0 + r) * g->v_ss, (size_t)n * sizeof(uint16_t));
-                memset(rows[r] + n, 0, (size_t)(g->Dp - n) * sizeof(uint16_t));
-            }
-            uint32_t *out = vp + bh * g->Dp * ld + j0 / 2;
-            for (int64_t d = 0; d < g->Dp; d++)
-                for (int p = 0; p < 16; p++)
-                    out[d * ld + p] = rows[2 * p][d] | (uint32_t)rows[2 * p + 1][d] << 16;
-        }
-    } else {
-        const int64_t pairs = g->B * g->Hkv * half_sk;
-#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
-        for (int64_t i = 0; i < pairs; i++) {
-            const int64_t b = i / (g->Hkv * half_sk), h = i / half_sk % g->Hkv, p = i % half_sk;
-            const uint16_t *lo = v + b * g->v_bs + h * g->v_hs + 2 * p * g->v_ss;
-            const uint16_t *hi = 2 * p + 1 < g->Sk ? lo + g->v_ss : NULL;
-            uint32_t *out = vp + i * g->Dp;
-            for (int64_t d = 0; d < g->D; d++) out[d] = lo[d] | (uint32_t)(hi ? hi[d] : 0) << 16;
-            for (int64_t d = g->D; d < g->Dp; d++) out[d] = 0;
-        }
-    }
-    g->vp = vp;
+    return g->dt == KK_DTYPE_BF16 && (g->kern->gemm_pairs || tiles) && even && g->Dp <= 256;
+}
+
+int64_t kk__att_pairs_layout(kk__att_geom *g) {
+    const int tiles = g->kern->tile_values != NULL;
+    const int64_t half_sk = (g->Sk + 1) / 2, ld = (half_sk + 15) / 16 * 16;
     g->vp_ld = tiles ? ld : 0;
     g->vp_hs = (tiles ? ld : half_sk) * g->Dp;
     g->vp_bs = g->Hkv * g->vp_hs;
+    return g->B * g->vp_bs;
+}
+
+int64_t kk__att_pairs_items(const kk__att_geom *g) {
+    return g->B * g->Hkv * (((g->Sk + 1) / 2 + 15) / 16);
+}
+
+void kk__att_pairs_pack(const kk__att_geom *g, uint32_t *vp, int64_t i) {
+    const int64_t chunks = ((g->Sk + 1) / 2 + 15) / 16, bh = i / chunks, j0 = i % chunks * 32;
+    const int64_t b = bh / g->Hkv, h = bh % g->Hkv, Dp = g->Dp;
+    const uint16_t *head = (const uint16_t *)g->v + b * g->v_bs + h * g->v_hs;
+    uint32_t *out = vp + b * g->vp_bs + h * g->vp_hs;
+    /* the item's 32 rows of V (zero past Sk and D), then its pairs */
+    uint16_t rows[32][256]; /* Dp <= 256 */
+    for (int64_t r = 0; r < 32; r++) {
+        const int64_t n = j0 + r < g->Sk ? g->D : 0;
+        if (n) memcpy(rows[r], head + (j0 + r) * g->v_ss, (size_t)n * sizeof(uint16_t));
+        memset(rows[r] + n, 0, (size_t)(Dp - n) * sizeof(uint16_t));
+    }
+    const int64_t half_sk = (g->Sk + 1) / 2, np = half_sk - j0 / 2 < 16 ? half_sk - j0 / 2 : 16;
+    if (g->kern->tile_values) { /* 16 words of each row d of V^T (ld: whole chunks) */
+        for (int64_t d = 0; d < Dp; d++) {
+            uint32_t *vt = out + d * g->vp_ld + j0 / 2;
+            for (int p = 0; p < 16; p++)
+                vt[p] = rows[2 * p][d] | (uint32_t)rows[2 * p + 1][d] << 16;
+        }
+    } else { /* pairs of rows, those that exist */
+        for (int64_t p = 0; p < np; p++) {
+            uint32_t *pair = out + (j0 / 2 + p) * Dp;
+            for (int64_t d = 0; d < Dp; d++)
+                pair[d] = rows[2 * p][d] | (uint32_t)rows[2 * p + 1][d] << 16;
+        }
+    }
+}
+
+/* V's pairs for the call (g->vp); returns the buffer to free (NULL: not
+ * this path). */
+static uint32_t *v_to_pairs(kk__att_geom *g) {
+    if (!kk__att_pairs_ok(g)) return NULL;
+    const int64_t words = kk__att_pairs_layout(g), items = kk__att_pairs_items(g);
+    if (words * (int64_t)sizeof(uint32_t) > KK__ATT_COPY_MAX_BYTES) return NULL;
+    uint32_t *vp = aligned_alloc(64, (size_t)words * sizeof(uint32_t));
+    if (!vp) return NULL; /* the f32 path instead */
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
+    for (int64_t i = 0; i < items; i++) kk__att_pairs_pack(g, vp, i);
+    g->vp = vp;
     return vp;
 }
 

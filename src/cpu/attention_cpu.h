@@ -135,6 +135,22 @@ typedef struct kk__att_geom {
     const kk__att_kernels *kern;
 } kk__att_geom;
 
+/* The bf16 pair path's V (kk__att_geom.vp; attention_cpu.c), shared with
+ * attention_varlen, which repacks each sequence's keys on their own so that
+ * its pairs start at its first key, as a B = 1 call's do. f32 copies of K
+ * and V, or V's pairs, are made up to KK__ATT_COPY_MAX_BYTES per call. */
+#define KK__ATT_COPY_MAX_BYTES (INT64_C(256) << 20)
+/* Whether g takes the pair path: bf16, kernels with pair products, q and k
+ * readable in place as 32-bit pairs along D (D and their strides even). */
+int kk__att_pairs_ok(const kk__att_geom *g);
+/* Sets g's vp_ld, vp_hs and vp_bs for its B, Hkv, Sk and kernels; returns the
+ * words V's pairs take. */
+int64_t kk__att_pairs_layout(kk__att_geom *g);
+/* The repack in items of 16 pairs of keys of one head (any order, any
+ * thread): their count, and item i of g's V into vp laid out as g says. */
+int64_t kk__att_pairs_items(const kk__att_geom *g);
+void kk__att_pairs_pack(const kk__att_geom *g, uint32_t *vp, int64_t i);
+
 /* One thread's buffers, allocated once per call (sizes in kk__att_scratch_floats). */
 typedef struct kk__att_scratch {
     float *qt;              /* [Dp][BQ]   the query block, transposed and scaled */

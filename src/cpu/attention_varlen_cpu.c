@@ -2,7 +2,9 @@
  * (kk__att_block) run per sequence, with the base pointers moved to the
  * sequence's first row and the sequence's own Sq, Sk and batch index. The
  * offsets are read and checked first: cu_seqlens are data, and a bad one must
- * not become a wild read. docs/kernels/attention.md, "Variable-length batches". */
+ * not become a wild read. bf16 with even D takes attention's pair path, V's
+ * pairs repacked per sequence. docs/kernels/attention.md, "Variable-length
+ * batches"; docs/backends/cpu.md, "Attention". */
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -78,6 +80,56 @@ static const void *advance(const void *base, kk_dtype dt, int64_t elements) {
     return (const char *)base + kk_dtype_bytes(dt, (size_t)elements);
 }
 
+/* Sequence s as an `attention` of B = 1 (g->p is the caller's); on the pair
+ * path its V's pairs at vp + voff[s], batch stride 0 like the others, as the
+ * blocks get b = s. */
+static void seq_geometry(const kk__att_geom *g0, const int64_t *cq, const int64_t *ck,
+                         const uint32_t *vp, const int64_t *voff, int64_t s, kk__att_geom *g) {
+    *g = *g0;
+    g->Sq = cq[s + 1] - cq[s];
+    g->Sk = ck[s + 1] - ck[s];
+    g->q = advance(g0->q, g0->dt, cq[s] * g0->q_ss);
+    g->k = advance(g0->k, g0->dt, ck[s] * g0->k_ss);
+    g->v = advance(g0->v, g0->dt, ck[s] * g0->v_ss);
+    g->o = (char *)g0->o + kk_dtype_bytes(g0->dt, (size_t)(cq[s] * g0->o_ss));
+    g->lse = g0->lse ? g0->lse + cq[s] * g0->lse_ss : NULL;
+    if (vp) {
+        kk__att_pairs_layout(g);
+        g->vp = vp + voff[s];
+        g->vp_bs = 0;
+    }
+}
+
+/* The bf16 pair path (kk__att_pairs_ok): each sequence's V repacked on its
+ * own (its pairs of keys start at its first key, whatever the parity of its
+ * offset, so its blocks are a B = 1 attention's), at voff[s] of one buffer;
+ * sequences without queries or keys take none. vfirst: the first repack item
+ * of each sequence. Returns the buffer (NULL: the f32 products). */
+static uint32_t *v_to_pairs(const kk__att_geom *g0, const int64_t *cq, const int64_t *ck,
+                            int64_t nseq, int64_t *voff, int64_t *vfirst) {
+    if (!kk__att_pairs_ok(g0)) return NULL;
+    voff[0] = vfirst[0] = 0;
+    for (int64_t s = 0; s < nseq; s++) {
+        kk__att_geom g;
+        seq_geometry(g0, cq, ck, NULL, NULL, s, &g);
+        const int used = g.Sq > 0 && g.Sk > 0;
+        voff[s + 1] = voff[s] + (used ? kk__att_pairs_layout(&g) : 0);
+        vfirst[s + 1] = vfirst[s] + (used ? kk__att_pairs_items(&g) : 0);
+    }
+    const int64_t words = voff[nseq];
+    if (!words || words * (int64_t)sizeof(uint32_t) > KK__ATT_COPY_MAX_BYTES) return NULL;
+    uint32_t *vp = aligned_alloc(64, (size_t)words * sizeof(uint32_t));
+    if (!vp) return NULL; /* the f32 products instead */
+#pragma omp parallel for num_threads(kk__cpu_threads()) schedule(static)
+    for (int64_t it = 0; it < vfirst[nseq]; it++) {
+        const int64_t s = find_seq(vfirst, nseq, it);
+        kk__att_geom g;
+        seq_geometry(g0, cq, ck, vp, voff, s, &g);
+        kk__att_pairs_pack(&g, vp + voff[s], it - vfirst[s]);
+    }
+    return vp;
+}
+
 kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
     (void)stream;
     kk_status st = KK__CHECK_NOT_NULL(p);
@@ -87,12 +139,14 @@ kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, k
     if (st != KK_OK) return st;
     kk__varlen_dims d;
     kk__attention_varlen_dims(p, &d);
-    /* cu_q, cu_k, then the first item of each sequence (and the total) */
-    int64_t *buf = malloc((size_t)(3 * (d.nseq + 1)) * sizeof *buf);
+    /* cu_q, cu_k, the first item of each sequence (and the total), and on
+     * the pair path where its V's pairs start and its first repack item */
+    int64_t *buf = malloc((size_t)(5 * (d.nseq + 1)) * sizeof *buf);
     if (!buf)
         return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
-                         "no host memory for %" PRId64 " offsets", 3 * (d.nseq + 1));
+                         "no host memory for %" PRId64 " offsets", 5 * (d.nseq + 1));
     int64_t *cq = buf, *ck = buf + d.nseq + 1, *first = buf + 2 * (d.nseq + 1);
+    int64_t *voff = buf + 3 * (d.nseq + 1), *vfirst = buf + 4 * (d.nseq + 1);
     st = read_cu(t[KK__AVL_T_CUQ], "cu_seqlens_q", d.nseq, d.total_q, d.max_q, "max_seqlen_q", cq);
     if (st == KK_OK)
         st = read_cu(t[KK__AVL_T_CUK], "cu_seqlens_k", d.nseq, d.total_k, d.max_k, "max_seqlen_k",
@@ -115,6 +169,7 @@ kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, k
         return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
                          "no host memory for %d x %" PRId64 " floats", threads, per_thread);
     }
+    uint32_t *vp = items ? v_to_pairs(&g0, cq, ck, d.nseq, voff, vfirst) : NULL;
     atomic_int failed = 0;
 #pragma omp parallel num_threads(threads) if (items > 1)
     {
@@ -130,24 +185,18 @@ kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, k
             if (atomic_load(&failed)) continue;
             const int64_t s = find_seq(first, d.nseq, it), local = it - first[s];
             const int64_t nqb = (first[s + 1] - first[s]) / g0.Hq;
-            const int64_t lq = cq[s + 1] - cq[s], lk = ck[s + 1] - ck[s];
+            kk__att_geom g;
+            seq_geometry(&g0, cq, ck, vp, voff, s, &g);
             kk_op_params a; /* the sequence as an `attention` of B = 1 */
-            kk__attention_varlen_seq_params(p, lq, lk, &a);
-            kk__att_geom g = g0;
+            kk__attention_varlen_seq_params(p, g.Sq, g.Sk, &a);
             g.p = &a;
-            g.Sq = lq;
-            g.Sk = lk;
-            g.q = advance(g0.q, g0.dt, cq[s] * g0.q_ss);
-            g.k = advance(g0.k, g0.dt, ck[s] * g0.k_ss);
-            g.v = advance(g0.v, g0.dt, ck[s] * g0.v_ss);
-            g.o = (char *)g0.o + kk_dtype_bytes(g0.dt, (size_t)(cq[s] * g0.o_ss));
-            g.lse = g0.lse ? g0.lse + cq[s] * g0.lse_ss : NULL;
             /* b = s: the sequence is the dropout mask's batch (batch strides 0) */
             const kk_status r = kk__att_block(&g, &w, s, local / nqb, local % nqb * KK__ATT_BQ);
             if (r != KK_OK) atomic_store(&failed, (int)r);
         }
     }
     free(pool);
+    free(vp);
     free(buf);
     st = (kk_status)atomic_load(&failed);
     return st == KK_OK
