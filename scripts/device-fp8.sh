@@ -56,11 +56,7 @@ if [ "$part" = epilogue ]; then
   $k bench --device cuda:0 --import /tmp/fp8-samples.json -o "$LOGS/fp8-torch.json" > /dev/null 2>&1
   $k report "$LOGS/fp8-kernelkit.json" "$LOGS/fp8-torch.json" --output "$LOGS/fp8-report.md" > /dev/null 2>&1
   echo "(TFLOP/s: regs, tma, tma/regs)"
-  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
-       NR == FNR { r[$1] = tf($0); next }
-       { t = tf($0); s = ($1 in r) ? r[$1] : "-"
-         printf "%-44s %8s %8s %6s\n", $1, s, t, (s + 0 > 0 && t + 0 > 0) ? sprintf("%.3f", t / s) : "-" }' \
-    "$LOGS/bench-regs.txt" "$LOGS/bench-tma.txt" | tee "$LOGS/regs-vs-tma.txt"
+  kk_dev_ab "$LOGS/bench-regs.txt" "$LOGS/bench-tma.txt" | tee "$LOGS/regs-vs-tma.txt"
   grep -E "TFLOP" "$LOGS/torch-fp8.txt" | head -12
   exit 0
 fi

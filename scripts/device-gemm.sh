@@ -78,11 +78,7 @@ if [ "$part" = epilogue ]; then
   $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
   $k report "$LOGS/gemm-regs.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report-regs.md" > /dev/null 2>&1
   echo "(TFLOP/s: regs, tma, tma/regs)"
-  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
-       NR == FNR { r[$1] = tf($0); next }
-       { t = tf($0); s = ($1 in r) ? r[$1] : "-"
-         printf "%-44s %8s %8s %6s\n", $1, s, t, (s + 0 > 0 && t + 0 > 0) ? sprintf("%.3f", t / s) : "-" }' \
-    "$LOGS/bench-regs.txt" "$LOGS/bench-tma.txt" | tee "$LOGS/regs-vs-tma.txt"
+  kk_dev_ab "$LOGS/bench-regs.txt" "$LOGS/bench-tma.txt" | tee "$LOGS/regs-vs-tma.txt"
   grep -E "^\| .(linear|gemm)/" "$LOGS/gemm-report.md" | awk -F'|' '{print $2, $9, $11}' | head -20
   exit 0
 fi
@@ -129,11 +125,7 @@ if [ "$part" != checks ]; then
   echo "== the suite with KK_GEMM_SM90=cluster (TFLOP/s: single, cluster, cluster/single)"
   KK_GEMM_SM90=cluster $k bench --device cuda:0 --suite bench/suites/gemm.json --time-budget ${BUDGET:-3} \
     -o "$LOGS/gemm-cluster.json" 2>&1 | grep median | sed 's/  CI \[[^]]*\]//' > "$LOGS/bench-cluster.txt"
-  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
-       NR == FNR { single[$1] = tf($0); next }
-       { c = tf($0); s = ($1 in single) ? single[$1] : "-"
-         printf "%-44s %8s %8s %6s\n", $1, s, c, (s + 0 > 0 && c + 0 > 0) ? sprintf("%.3f", c / s) : "-" }' \
-    "$LOGS/bench-single.txt" "$LOGS/bench-cluster.txt" | tee "$LOGS/single-vs-cluster.txt"
+  kk_dev_ab "$LOGS/bench-single.txt" "$LOGS/bench-cluster.txt" | tee "$LOGS/single-vs-cluster.txt"
   $k report "$LOGS/gemm-kernelkit.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report.md" > /dev/null 2>&1
   $k report "$LOGS/gemm-cluster.json" "$LOGS/gemm-torch.json" --output "$LOGS/gemm-report-cluster.md" \
     > /dev/null 2>&1

@@ -33,3 +33,14 @@ kk_dev_build() {
     cmake --build "$dir" -j"$(nproc)" --target "$@" >> "$log" 2>&1 ||
     { grep -E "error" -A3 "$log" | head -30; return 1; }
 }
+
+# kk_dev_ab A.txt B.txt: `kernelkit bench` median lines of two runs of one
+# suite (first field the benchmark's name), as a table of name, A's TFLOP/s,
+# B's and B / A.
+kk_dev_ab() {
+  awk 'function tf(l) { return match(l, /[0-9.]+ TFLOP\/s/) ? substr(l, RSTART, RLENGTH - 8) : "-" }
+       NR == FNR { a[$1] = tf($0); next }
+       { b = tf($0); x = ($1 in a) ? a[$1] : "-"
+         printf "%-44s %8s %8s %6s\n", $1, x, b, (x + 0 > 0 && b + 0 > 0) ? sprintf("%.3f", b / x) : "-" }' \
+    "$1" "$2"
+}

@@ -242,6 +242,28 @@ static const char *const varlen_shapes[] = {
     "Hq=4 Hkv=1 D=16 causal=1 lse=1 seqlens_q=1:50:3 seqlens_k=1101:77:40", /* past a fold */
 };
 
+/* n cases of the op's fuzz stream from `seed`, made bf16 with even D (the
+ * params at dtype_i and d_i) so that they take the tiles; each must pass. */
+static void fuzz_bf16_even_d(const char *name, uint64_t seed, int n, int dtype_i, int d_i) {
+    const kk_op *op;
+    kk_assert_ok(kk_op_find(name, &op));
+    print_message("    %s fuzz seed %llu\n", name, (unsigned long long)seed);
+    for (int i = 0; i < n; i++) {
+        kk_case c;
+        kk_assert_ok(kk_case_fuzz(op, seed, i, KK_DIST_FULL, NULL, &c));
+        c.params.i[dtype_i] = KK_DTYPE_BF16;
+        c.params.i[d_i] &= ~(int64_t)1;
+        const kk_run_options o = {.device = "cpu"};
+        kk_case_result r;
+        kk_assert_ok(kk_case_run(&c, &o, &r));
+        if (r.status != KK_CASE_PASS) {
+            char text[1024];
+            kk_op_params_format(&c.params, text, sizeof text);
+            fail_msg("%s fuzz case %d (%s): %s", name, i, text, r.message);
+        }
+    }
+}
+
 static void varlen_on_emulated_tiles(void **state) {
     (void)state;
     if (!have_bf16()) skip();
@@ -265,24 +287,7 @@ static void varlen_on_emulated_tiles(void **state) {
                      KK_CASE_PASS);
     assert_int_equal(atomic_load(&products), before);
     /* random cases of the op's fuzz stream, made bf16 with even D */
-    const kk_op *op;
-    kk_assert_ok(kk_op_find("attention_varlen", &op));
-    const uint64_t seed = 20261129;
-    print_message("    fuzz seed %llu\n", (unsigned long long)seed);
-    for (int i = 0; i < 40; i++) {
-        kk_case c;
-        kk_assert_ok(kk_case_fuzz(op, seed, i, KK_DIST_FULL, NULL, &c));
-        c.params.i[KK__AVL_DTYPE] = KK_DTYPE_BF16;
-        c.params.i[KK__AVL_D] &= ~(int64_t)1;
-        const kk_run_options o = {.device = "cpu"};
-        kk_case_result r;
-        kk_assert_ok(kk_case_run(&c, &o, &r));
-        if (r.status != KK_CASE_PASS) {
-            char text[1024];
-            kk_op_params_format(&c.params, text, sizeof text);
-            fail_msg("varlen fuzz case %d (%s): %s", i, text, r.message);
-        }
-    }
+    fuzz_bf16_even_d("attention_varlen", 20261129, 40, KK__AVL_DTYPE, KK__AVL_D);
     kk__att_amx_test(NULL);
 }
 
@@ -343,25 +348,8 @@ static void fuzz_on_emulated_tiles(void **state) {
     if (!have_bf16()) skip();
     const kk__att_kernels emu = emulated();
     kk__att_amx_test(&emu);
-    const kk_op *op;
-    kk_assert_ok(kk_op_find("attention", &op));
-    const uint64_t seed = 20261128;
-    print_message("    fuzz seed %llu\n", (unsigned long long)seed);
     const long before = atomic_load(&products);
-    for (int i = 0; i < 100; i++) {
-        kk_case c;
-        kk_assert_ok(kk_case_fuzz(op, seed, i, KK_DIST_FULL, NULL, &c));
-        c.params.i[KK__ATT_DTYPE] = KK_DTYPE_BF16;
-        c.params.i[KK__ATT_D] &= ~(int64_t)1;
-        const kk_run_options o = {.device = "cpu"};
-        kk_case_result r;
-        kk_assert_ok(kk_case_run(&c, &o, &r));
-        if (r.status != KK_CASE_PASS) {
-            char text[1024];
-            kk_op_params_format(&c.params, text, sizeof text);
-            fail_msg("fuzz case %d (%s): %s", i, text, r.message);
-        }
-    }
+    fuzz_bf16_even_d("attention", 20261128, 100, KK__ATT_DTYPE, KK__ATT_D);
     assert_true(atomic_load(&products) > before + 100);
     kk__att_amx_test(NULL);
 }

@@ -63,12 +63,6 @@ template <typename TOut> bool output_map(CUtensorMap *map, void *c, int M, int N
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// KK_GEMM_EPILOGUE=regs: stores straight from registers (for comparison).
-bool epilogue_from_registers() {
-    const char *e = getenv("KK_GEMM_EPILOGUE");
-    return e && strcmp(e, "regs") == 0;
-}
-
 template <int AT, int BT, typename TOut, bool kPromote, int ACT = kk_gemm::ACT_NONE>
 kk_status launch(const kk_fp8::Args &a, const void *pa, const void *pb, cudaStream_t stream) {
     using L = kk_fp8::Tile<kPromote>;
@@ -86,7 +80,8 @@ kk_status launch(const kk_fp8::Args &a, const void *pa, const void *pb, cudaStre
     if (e != cudaSuccess) return launch_error(e);
     const int blocks = tiles < kk_cuda::sm_count() ? (int)tiles : kk_cuda::sm_count(); // persistent
     CUtensorMap tc = ta; // unused unless tma_store
-    const int tma_store = !epilogue_from_registers() && output_map<TOut>(&tc, a.c, a.M, a.N);
+    const int tma_store =
+        !kk_cuda::epilogue_from_registers() && output_map<TOut>(&tc, a.c, a.M, a.N);
     kernel<<<blocks, L::kThreads, L::kSmem, stream>>>(ta, tb, tc, a, tma_store);
     e = cudaGetLastError();
     return e == cudaSuccess ? KK_OK : launch_error(e);

@@ -169,13 +169,6 @@ template <auto Kernel> int clusters_that_fit() {
     return v - 1;
 }
 
-// KK_GEMM_EPILOGUE=regs: the Hopper kernel stores straight from registers
-// (the form before the TMA-stored epilogue), for comparison.
-bool epilogue_from_registers() {
-    const char *e = getenv("KK_GEMM_EPILOGUE");
-    return e && strcmp(e, "regs") == 0;
-}
-
 // The Hopper kernel, or cudaErrorNotSupported when the tensors do not suit
 // the tensor maps (the caller then launches the sm_80-class kernel).
 // CLUSTER: the 2-CTA form (its b boxes are half of a tile). Its epilogue
@@ -193,8 +186,8 @@ cudaError_t launch_sm90(const Args &a, cudaStream_t stream) {
         (GLU && !matrix_map(&tb1, a.b1, bf16, a.N, a.K, a.ldb, b_box)))
         return cudaErrorNotSupported;
     if (!GLU) tb1 = tb0;
-    const int tma_store =
-        !epilogue_from_registers() && matrix_map(&tc, a.c, bf16, a.M, a.N, a.ldc, S::kBoxRows);
+    const int tma_store = !kk_cuda::epilogue_from_registers() &&
+                          matrix_map(&tc, a.c, bf16, a.M, a.N, a.ldc, S::kBoxRows);
     if (!tma_store) tc = ta; // unused
     auto kernel = kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>;
     cudaError_t e = kk_cuda::opt_in<kk_gemm::gemm_sm90_kernel<T, ACT, CLUSTER>>(S::kSmem);

@@ -3,6 +3,9 @@
 
 #include <cuda_runtime.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <atomic>
 
 namespace kk_cuda {
@@ -75,6 +78,14 @@ template <auto Kernel> bool sm90a_ready() {
         cached[dev].store(v, std::memory_order_relaxed);
     }
     return v == 1;
+}
+
+// KK_GEMM_EPILOGUE=regs: the Hopper GEMMs (bf16/f16 and FP8) store their
+// tiles straight from registers instead of through shared memory with the
+// TMA, for comparison (read at every launch).
+inline bool epilogue_from_registers() {
+    const char *e = getenv("KK_GEMM_EPILOGUE");
+    return e && strcmp(e, "regs") == 0;
 }
 
 } // namespace kk_cuda
