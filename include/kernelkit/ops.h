@@ -96,8 +96,10 @@ KK_API kk_status kk_attention(const kk_tensor *q, const kk_tensor *k, const kk_t
  * dv k's; for GQA a kv head's dk, dv sum over the query heads of its group. opt
  * must be the forward's (mask, windows, scale, dropout p, seed and offset: the
  * same Philox mask is applied). Rows that saw no key get zero dq. One dtype,
- * f32, f16 or bf16, with f32 accumulation. No CUDA kernel yet (kk_op_run's
- * CPU fallback serves other devices). docs/kernels/attention.md, "Backward". */
+ * f32, f16 or bf16, with f32 accumulation. On CUDA bf16 and f16 with head
+ * dims that are multiples of 8 up to 128 (a Hopper kernel at sm_90, an
+ * sm_80-class one elsewhere); other cases run on the CPU (kk_op_run's
+ * fallback). docs/kernels/attention.md, "Backward". */
 KK_API kk_status kk_attention_backward(const kk_tensor *q, const kk_tensor *k, const kk_tensor *v,
                                        const kk_tensor *o, const kk_tensor *dout,
                                        const kk_tensor *lse, kk_tensor *dq, kk_tensor *dk,
@@ -133,6 +135,26 @@ KK_API kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, con
                                      int64_t max_seqlen_q, int64_t max_seqlen_k, kk_tensor *o,
                                      kk_tensor *lse, const kk_attention_options *opt,
                                      kk_stream stream);
+
+/* The backward pass of kk_attention_varlen: dq, dk, dv of a packed batch,
+ * each sequence exactly kk_attention_backward of its own lengths (the causal
+ * mask and windows bottom-right aligned per sequence). q, o, dout, dq in q's
+ * layout and k, v, dk, dv in k's, as kk_attention_varlen takes them
+ * ([total_q,Hq,D] and [total_k,Hkv,D], or [1,H,total,D]; strided views with
+ * the head dim contiguous); lse f32 [Hq,total_q] or [1,Hq,total_q] as
+ * kk_attention_varlen wrote it; cu_seqlens_q, cu_seqlens_k and max_seqlen_q,
+ * max_seqlen_k as there. opt must be the forward's: dropout applies the same
+ * Philox mask (the sequence index as its batch, rows and keys counted inside
+ * the sequence). For GQA a kv head's dk, dv sum over the query heads of its
+ * group; rows that saw no key get dq = 0 and keys no row saw dk = dv = 0. One
+ * dtype, f32, f16 or bf16, with f32 accumulation. The offsets are checked as
+ * kk_attention_varlen's on the CPU. CPU only (kk_op_run's CPU fallback
+ * serves other devices). docs/kernels/attention.md, "Varlen backward". */
+KK_API kk_status kk_attention_varlen_backward(
+    const kk_tensor *q, const kk_tensor *k, const kk_tensor *v, const kk_tensor *o,
+    const kk_tensor *dout, const kk_tensor *lse, const kk_tensor *cu_seqlens_q,
+    const kk_tensor *cu_seqlens_k, int64_t max_seqlen_q, int64_t max_seqlen_k, kk_tensor *dq,
+    kk_tensor *dk, kk_tensor *dv, const kk_attention_options *opt, kk_stream stream);
 
 /* NVFP4 block-scaled GEMV (GPU MODE's nvfp4_gemv): c[l,m] = sum_k
  * (a*sa*ga)[l,m,k] (b*sb*gb)[l,0,k]. a e2m1 [L,M,K], b e2m1 [L,1,K], K a

@@ -7,8 +7,11 @@
  * and coordinates as attention_cpu.c), dS = P (dP - D_i) with D_i = dO_i . o_i,
  * then dV += P f dO, dQ += dS k, dK += dS q; the scale is applied once at the
  * end. f32 arithmetic, D_i in f64; the key blocks compiled per instruction-set
- * level (cpu_isa.h). Memory: O(threads x (Sq + Sk) x D) floats.
- * docs/kernels/attention.md, "Backward". */
+ * level (cpu_isa.h). Memory: O(threads x (Sq + Sk) x D) floats. The group
+ * reads and writes rows through base offsets and strides
+ * (kk__attention_backward_cpu_group, attention_backward_cpu.h), so the varlen
+ * backward runs the same code per sequence. docs/kernels/attention.md,
+ * "Backward". */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "core/threads.h"
+#include "cpu/attention_backward_cpu.h"
 #include "cpu/cpu_isa.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_rows.h"
@@ -38,19 +42,23 @@ static void put(void *dst, kk_dtype dt, int64_t at, float *f, float s, int64_t n
         kk__row_put(dst, dt, at + x, f + x, kk__row_chunk(n, x), 0);
 }
 
-typedef struct scratch {
-    float *k, *dk, *dv; /* [Sk, D] */
-    float *kt, *vt;     /* [D, Sk]: K and V transposed */
-    float *q, *dO, *dq; /* [Sq, D] */
-    float *lse, *di;    /* [Sq] */
-} scratch;
+size_t kk__atb_scratch_floats(int64_t Sq, int64_t Sk, int64_t D) {
+    return (size_t)(5 * Sk * D + 3 * Sq * D + 2 * Sq);
+}
+
+void kk__atb_scratch_carve(float *m, int64_t Sq, int64_t Sk, int64_t D, kk__atb_scratch *w) {
+    w->k = m, w->kt = w->k + Sk * D, w->vt = w->kt + Sk * D, w->dk = w->vt + Sk * D;
+    w->dv = w->dk + Sk * D;
+    w->q = w->dv + Sk * D, w->dO = w->q + Sq * D, w->dq = w->dO + Sq * D;
+    w->lse = w->dq + Sq * D, w->di = w->lse + Sq;
+}
 
 /* Keys [j0, j1) (at most KEYS) of query head bh against every row of the
  * head that sees them; compiled per instruction-set level (cpu_isa.h). The
  * scores and dP of a row are computed for the whole block from the transposed
  * K and V (kt, vt [D, Sk]), vectorized over the keys, so no dot product ends
  * in a horizontal sum; the updates of dV, dK, dQ run over D. */
-KK__ISA_INLINE void block(const kk_op_params *p, const scratch *w, int64_t bh, int64_t j0,
+KK__ISA_INLINE void block(const kk_op_params *p, const kk__atb_scratch *w, int64_t bh, int64_t j0,
                           int64_t j1) {
     const int64_t Sq = p->i[KK__ATB_SQ], Sk = p->i[KK__ATB_SK], D = p->i[KK__ATB_D];
     const float scale =
@@ -106,22 +114,30 @@ KK__ISA_INLINE void block(const kk_op_params *p, const scratch *w, int64_t bh, i
         }
     }
 }
-KK__ISA_CLONES(block, (const kk_op_params *p, const scratch *w, int64_t bh, int64_t j0, int64_t j1),
+KK__ISA_CLONES(block,
+               (const kk_op_params *p, const kk__atb_scratch *w, int64_t bh, int64_t j0,
+                int64_t j1),
                (p, w, bh, j0, j1))
 
-static void group(const kk_op_params *p, kk_tensor *const *t, int64_t b, int64_t kvh,
-                  const scratch *w) {
+/* Row i of head h of view v (element offset). */
+static int64_t row_at(const kk__atb_view *v, int64_t h, int64_t i) {
+    return v->at + h * v->hs + i * v->ss;
+}
+
+void kk__attention_backward_cpu_group(const kk_op_params *p, const kk__atb_views *x, int64_t b,
+                                      int64_t kvh, const kk__atb_scratch *w) {
     const int64_t Hq = p->i[KK__ATB_HQ], Hkv = p->i[KK__ATB_HKV];
     const int64_t Sq = p->i[KK__ATB_SQ], Sk = p->i[KK__ATB_SK], D = p->i[KK__ATB_D];
     const int64_t G = Hq / Hkv;
-    const kk_dtype dt = (kk_dtype)p->i[KK__ATB_DTYPE];
+    const kk_dtype dt = x->dt;
     const float scale =
         (float)(p->f[KK__ATB_SCALE] > 0.0 ? p->f[KK__ATB_SCALE] : 1.0 / sqrt((double)D));
-    void (*const keys)(const kk_op_params *, const scratch *, int64_t, int64_t, int64_t) =
+    void (*const keys)(const kk_op_params *, const kk__atb_scratch *, int64_t, int64_t, int64_t) =
         KK__ISA_PICK(block);
-    const int64_t kvoff = (b * Hkv + kvh) * Sk * D;
-    load(t[KK__ATB_T_K]->data, dt, kvoff, w->k, Sk * D);
-    load(t[KK__ATB_T_V]->data, dt, kvoff, w->dv, Sk * D); /* v, then dv's zeros */
+    for (int64_t j = 0; j < Sk; j++) {
+        load(x->k.data, dt, row_at(&x->k, kvh, j), w->k + j * D, D);
+        load(x->v.data, dt, row_at(&x->v, kvh, j), w->dv + j * D, D); /* v, then dv's zeros */
+    }
     for (int64_t j = 0; j < Sk; j++)
         for (int64_t d = 0; d < D; d++) {
             w->kt[d * Sk + j] = w->k[j * D + d];
@@ -129,27 +145,37 @@ static void group(const kk_op_params *p, kk_tensor *const *t, int64_t b, int64_t
         }
     memset(w->dk, 0, (size_t)(Sk * D) * sizeof(float));
     memset(w->dv, 0, (size_t)(Sk * D) * sizeof(float));
-    const float *lse_all = t[KK__ATB_T_LSE]->data;
+    const float *lse_all = x->lse.data;
     for (int64_t h = kvh * G; h < (kvh + 1) * G; h++) {
-        const int64_t bh = b * Hq + h, qoff = bh * Sq * D;
-        load(t[KK__ATB_T_Q]->data, dt, qoff, w->q, Sq * D);
-        load(t[KK__ATB_T_DO]->data, dt, qoff, w->dO, Sq * D);
+        const int64_t bh = b * Hq + h;
+        for (int64_t i = 0; i < Sq; i++) {
+            load(x->q.data, dt, row_at(&x->q, h, i), w->q + i * D, D);
+            load(x->dO.data, dt, row_at(&x->dO, h, i), w->dO + i * D, D);
+        }
         memset(w->dq, 0, (size_t)(Sq * D) * sizeof(float));
         for (int64_t i = 0; i < Sq; i++) { /* D_i = dO_i . o_i, o read into dq's row */
             float *o = w->dq + i * D;
-            load(t[KK__ATB_T_O]->data, dt, qoff + i * D, o, D);
+            load(x->o.data, dt, row_at(&x->o, h, i), o, D);
             double acc = 0.0;
             for (int64_t d = 0; d < D; d++) acc += (double)w->dO[i * D + d] * o[d];
             w->di[i] = (float)acc;
             memset(o, 0, (size_t)D * sizeof(float));
-            w->lse[i] = lse_all[bh * Sq + i];
+            w->lse[i] = lse_all[row_at(&x->lse, h, i)];
         }
         for (int64_t j0 = 0; j0 < Sk; j0 += KEYS)
             keys(p, w, bh, j0, j0 + KEYS < Sk ? j0 + KEYS : Sk);
-        put(t[KK__ATB_T_DQ]->data, dt, qoff, w->dq, scale, Sq * D);
+        for (int64_t i = 0; i < Sq; i++)
+            put(x->dq.data, dt, row_at(&x->dq, h, i), w->dq + i * D, scale, D);
     }
-    put(t[KK__ATB_T_DK]->data, dt, kvoff, w->dk, scale, Sk * D);
-    put(t[KK__ATB_T_DV]->data, dt, kvoff, w->dv, 1.0f, Sk * D);
+    for (int64_t j = 0; j < Sk; j++) {
+        put(x->dk.data, dt, row_at(&x->dk, kvh, j), w->dk + j * D, scale, D);
+        put(x->dv.data, dt, row_at(&x->dv, kvh, j), w->dv + j * D, 1.0f, D);
+    }
+}
+
+/* Tensor t of a [B,H,S,D] (lse [B,H,S]) batch b as rows. */
+static kk__atb_view batch_view(const kk_tensor *t, int64_t b) {
+    return (kk__atb_view){t->data, b * t->strides[0], t->strides[1], t->strides[2]};
 }
 
 kk_status kk__attention_backward_cpu(const kk_op_params *p, kk_tensor *const *t, kk_stream stream) {
@@ -158,24 +184,34 @@ kk_status kk__attention_backward_cpu(const kk_op_params *p, kk_tensor *const *t,
     if (st != KK_OK) return st;
     const int64_t B = p->i[KK__ATB_B], Hkv = p->i[KK__ATB_HKV];
     const int64_t Sq = p->i[KK__ATB_SQ], Sk = p->i[KK__ATB_SK], D = p->i[KK__ATB_D];
-    const size_t per = (size_t)(5 * Sk * D + 3 * Sq * D + 2 * Sq);
+    const size_t per = kk__atb_scratch_floats(Sq, Sk, D);
     int failed = 0;
 #pragma omp parallel num_threads(kk__cpu_threads())
     {
         float *m = malloc(per * sizeof *m);
-        scratch w = {0};
+        kk__atb_scratch w = {0};
         if (m) {
-            w.k = m, w.kt = w.k + Sk * D, w.vt = w.kt + Sk * D, w.dk = w.vt + Sk * D;
-            w.dv = w.dk + Sk * D;
-            w.q = w.dv + Sk * D, w.dO = w.q + Sq * D, w.dq = w.dO + Sq * D;
-            w.lse = w.dq + Sq * D, w.di = w.lse + Sq;
+            kk__atb_scratch_carve(m, Sq, Sk, D, &w);
         } else {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(dynamic)
-        for (int64_t g = 0; g < B * Hkv; g++)
-            if (m) group(p, t, g / Hkv, g % Hkv, &w);
+        for (int64_t g = 0; g < B * Hkv; g++) {
+            if (!m) continue;
+            const int64_t b = g / Hkv;
+            const kk__atb_views x = {.q = batch_view(t[KK__ATB_T_Q], b),
+                                     .k = batch_view(t[KK__ATB_T_K], b),
+                                     .v = batch_view(t[KK__ATB_T_V], b),
+                                     .o = batch_view(t[KK__ATB_T_O], b),
+                                     .dO = batch_view(t[KK__ATB_T_DO], b),
+                                     .lse = batch_view(t[KK__ATB_T_LSE], b),
+                                     .dq = batch_view(t[KK__ATB_T_DQ], b),
+                                     .dk = batch_view(t[KK__ATB_T_DK], b),
+                                     .dv = batch_view(t[KK__ATB_T_DV], b),
+                                     .dt = (kk_dtype)p->i[KK__ATB_DTYPE]};
+            kk__attention_backward_cpu_group(p, &x, b, g % Hkv, &w);
+        }
         free(m);
     }
     if (failed)

@@ -21,14 +21,6 @@
 #include "cpu/cpu_kernels.h"
 #include "opdef/attention_varlen.h"
 
-/* An int32 cu_seqlens tensor as checked int64 offsets. */
-static kk_status read_cu(const kk_tensor *t, const char *name, int64_t nseq, int64_t total,
-                         int64_t max_len, const char *max_name, int64_t *cu) {
-    const int32_t *v = t->data;
-    for (int64_t s = 0; s <= nseq; s++) cu[s] = v[s];
-    return kk__attention_varlen_check_cu(name, cu, nseq, total, max_len, max_name);
-}
-
 /* The geometry every sequence shares: the packed tensors' head and sequence
  * strides; the batch strides are 0, as the sequence moves the base pointers. */
 static kk__att_geom base_geometry(const kk_op_params *p, kk_tensor *const *t) {
@@ -147,10 +139,7 @@ kk_status kk__attention_varlen_cpu(const kk_op_params *p, kk_tensor *const *t, k
                          "no host memory for %" PRId64 " offsets", 5 * (d.nseq + 1));
     int64_t *cq = buf, *ck = buf + d.nseq + 1, *first = buf + 2 * (d.nseq + 1);
     int64_t *voff = buf + 3 * (d.nseq + 1), *vfirst = buf + 4 * (d.nseq + 1);
-    st = read_cu(t[KK__AVL_T_CUQ], "cu_seqlens_q", d.nseq, d.total_q, d.max_q, "max_seqlen_q", cq);
-    if (st == KK_OK)
-        st = read_cu(t[KK__AVL_T_CUK], "cu_seqlens_k", d.nseq, d.total_k, d.max_k, "max_seqlen_k",
-                     ck);
+    st = kk__attention_varlen_offsets(p, t[KK__AVL_T_CUQ]->data, t[KK__AVL_T_CUK]->data, cq, ck);
     if (st != KK_OK) {
         free(buf);
         return st;

@@ -5,7 +5,7 @@
 
 #define STRIDED(id)                                                                                \
     ((id) == KK__OP_ID_attention || (id) == KK__OP_ID_attention_varlen ||                          \
-     (id) == KK__OP_ID_rope_kv_append)
+     (id) == KK__OP_ID_rope_kv_append || (id) == KK__OP_ID_attention_varlen_backward)
 
 const kk__slot *const kk__cpu_slots[KK__OP_COUNT] = {
 #define KK_OP(name)                                                                                \

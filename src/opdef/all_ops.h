@@ -7,6 +7,7 @@
 #include "opdef/attention.h"
 #include "opdef/attention_backward.h"
 #include "opdef/attention_varlen.h"
+#include "opdef/attention_varlen_backward.h"
 #include "opdef/convert.h"
 #include "opdef/fp8_gemm.h"
 #include "opdef/fp8_linear.h"

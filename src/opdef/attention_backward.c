@@ -70,30 +70,41 @@ void kk__attention_backward_forward_params(const kk_op_params *p, kk_op_params *
     fwd->i[KK__ATT_OFFSET] = p->i[KK__ATB_OFFSET];
 }
 
+void kk__attention_backward_params_of(const kk_op_params *fwd, kk_op_params *out) {
+    memset(out, 0, sizeof *out);
+    out->op = &kk__op_attention_backward;
+    for (int k = KK__ATT_B; k <= KK__ATT_SCALE; k++) {
+        out->i[k] = fwd->i[k];
+        out->f[k] = fwd->f[k];
+    }
+    out->i[KK__ATB_DTYPE] = fwd->i[KK__ATT_DTYPE];
+    out->f[KK__ATB_DROPOUT] = fwd->f[KK__ATT_DROPOUT];
+    out->i[KK__ATB_SEED] = fwd->i[KK__ATT_SEED];
+    out->i[KK__ATB_OFFSET] = fwd->i[KK__ATT_OFFSET];
+}
+
 /* One kv group (b, kvh): every query head of the group, every row. mag = 0:
  * the gradients; mag = 1: their error scales (kk_op_magnitude), the same sums
  * over absolute values, where each P_ij carries a relative error of
  * e_ij = 1 + |lse_i| + scale sum_d |q_id k_jd| units (the f32 score and the
  * exp(s - lse) of a kernel). s, f: Sk scratch doubles. */
-static void group(const kk_op_params *p, const double *const *in, double *const *out, int mag,
-                  int64_t b, int64_t kvh, double *s, double *f) {
+void kk__attention_backward_ref_group(const kk_op_params *p, const kk__atb_ref_rows *rows, int mag,
+                                      int64_t b, int64_t kvh, double *s, double *f) {
     const int64_t Hq = p->i[KK__ATB_HQ], Hkv = p->i[KK__ATB_HKV];
     const int64_t Sq = p->i[KK__ATB_SQ], Sk = p->i[KK__ATB_SK], D = p->i[KK__ATB_D];
     const int64_t G = Hq / Hkv;
     const double scale = scale_of(p), drop = p->f[KK__ATB_DROPOUT];
     const uint32_t threshold = drop > 0.0 ? kk__dropout_threshold(drop) : 0;
     const uint64_t seed = (uint64_t)p->i[KK__ATB_SEED], offset = (uint64_t)p->i[KK__ATB_OFFSET];
-    const int64_t kvoff = (b * Hkv + kvh) * Sk * D;
-    const double *k = in[KK__ATB_T_K] + kvoff, *v = in[KK__ATB_T_V] + kvoff;
-    double *dk = out[1] + kvoff, *dv = out[2] + kvoff;
+    const double *k = rows->k, *v = rows->v;
+    double *dk = rows->dk, *dv = rows->dv;
     for (int64_t x = 0; x < Sk * D; x++) dk[x] = dv[x] = 0.0;
     for (int64_t h = kvh * G; h < (kvh + 1) * G; h++) {
         const int64_t bh = b * Hq + h;
         for (int64_t i = 0; i < Sq; i++) {
-            const int64_t row = bh * Sq + i;
-            const double *q = in[KK__ATB_T_Q] + row * D, *o = in[KK__ATB_T_O] + row * D;
-            const double *dO = in[KK__ATB_T_DO] + row * D;
-            double *dq = out[0] + row * D;
+            const int64_t row = h * rows->hs + i * D;
+            const double *q = rows->q + row, *o = rows->o + row, *dO = rows->dO + row;
+            double *dq = rows->dq + row;
             for (int64_t d = 0; d < D; d++) dq[d] = 0.0;
             int64_t lo, hi;
             kk__attention_key_range(p, i, &lo, &hi);
@@ -162,7 +173,21 @@ static kk_status run(const kk_op_params *p, const double *const *in, double *con
         }
 #pragma omp for schedule(dynamic)
         for (int64_t g = 0; g < B * Hkv; g++)
-            if (s) group(p, in, out, mag, g / Hkv, g % Hkv, s, s + Sk);
+            if (s) {
+                const int64_t b = g / Hkv, kvh = g % Hkv, Hq = p->i[KK__ATB_HQ];
+                const int64_t Sq = p->i[KK__ATB_SQ], D = p->i[KK__ATB_D];
+                const int64_t qoff = b * Hq * Sq * D, kvoff = (b * Hkv + kvh) * Sk * D;
+                const kk__atb_ref_rows x = {.q = in[KK__ATB_T_Q] + qoff,
+                                            .o = in[KK__ATB_T_O] + qoff,
+                                            .dO = in[KK__ATB_T_DO] + qoff,
+                                            .k = in[KK__ATB_T_K] + kvoff,
+                                            .v = in[KK__ATB_T_V] + kvoff,
+                                            .dq = out[0] + qoff,
+                                            .dk = out[1] + kvoff,
+                                            .dv = out[2] + kvoff,
+                                            .hs = Sq * D};
+                kk__attention_backward_ref_group(p, &x, mag, b, kvh, s, s + Sk);
+            }
         free(s);
     }
     if (failed)
@@ -212,17 +237,21 @@ static void store(kk_dtype dt, void *buf, int64_t x, double v) {
 }
 
 /* Input t (q, k or v) as the kernels see it: N(0, 1) from a seed of every
- * parameter, rounded to the dtype. */
-static void draw(const kk_op_params *p, int t, double *x, int64_t n) {
+ * parameter (a list's values too), rounded to the dtype. */
+static void draw(const kk_op_params *p, kk_dtype dt, int t, double *x, int64_t n) {
     uint64_t key = 0x9E3779B97F4A7C15ull * (uint64_t)(t + 1);
-    for (int k = 0; k < KK__ATB_NPARAMS; k++) {
+    for (int k = 0; k < p->op->nparams; k++) {
         uint64_t bits;
         memcpy(&bits, &p->f[k], sizeof bits);
         key = mix(key ^ (uint64_t)p->i[k]) ^ bits;
+        const int32_t *values;
+        const int nv = p->op->params[k].kind == KK_PARAM_LIST
+                           ? kk_op_params_list(p, p->op->params[k].name, &values)
+                           : 0;
+        for (int e = 0; e < nv; e++) key = mix(key ^ (uint64_t)(uint32_t)values[e]);
     }
     kk__rng r;
     kk__rng_seed(&r, mix(key));
-    const kk_dtype dt = (kk_dtype)p->i[KK__ATB_DTYPE];
     for (int64_t e = 0; e < n; e += 2) {
         const double u1 = 1.0 - kk__rng_uniform(&r), u2 = kk__rng_uniform(&r);
         const double rad = sqrt(-2.0 * log(u1));
@@ -235,27 +264,26 @@ static void draw(const kk_op_params *p, int t, double *x, int64_t n) {
  * lse, of one case, and one forward reference (minutes at bench sizes) serves
  * both. Any other order or case computes it again. */
 static _Thread_local struct {
-    const kk_op *op;
-    int64_t i[KK__ATB_NPARAMS];
-    double f[KK__ATB_NPARAMS];
+    kk_op_params p;
     float *lse;
 } last;
 
 static int same_case(const kk_op_params *p) {
-    return last.lse && last.op == p->op && !memcmp(last.i, p->i, sizeof last.i) &&
-           !memcmp(last.f, p->f, sizeof last.f);
+    const size_t n = (size_t)p->op->nparams;
+    return last.lse && last.p.op == p->op && !memcmp(last.p.i, p->i, n * sizeof p->i[0]) &&
+           !memcmp(last.p.f, p->f, n * sizeof p->f[0]) &&
+           !memcmp(last.p.lists, p->lists, sizeof p->lists);
 }
 
-static void write_input(const kk_op_params *p, int t, void *buf, int64_t n) {
-    const kk_dtype dt = (kk_dtype)p->i[KK__ATB_DTYPE];
-    const int64_t B = p->i[KK__ATB_B], Hq = p->i[KK__ATB_HQ], Hkv = p->i[KK__ATB_HKV];
-    const int64_t Sq = p->i[KK__ATB_SQ], Sk = p->i[KK__ATB_SK], D = p->i[KK__ATB_D];
-    const int64_t nq = B * Hq * Sq * D, nk = B * Hkv * Sk * D;
+void kk__attention_backward_write_input(const kk_op_params *p, const kk__atb_inputs *x, int t,
+                                        void *buf, int64_t n) {
+    const kk_dtype dt = x->dt;
+    const int64_t nq = x->nq, nk = x->nk, nlse = x->nlse;
     if (t <= KK__ATB_T_V) {
-        double *x = malloc((size_t)n * sizeof *x);
-        if (x) draw(p, t, x, n);
-        for (int64_t e = 0; e < n; e++) store(dt, buf, e, x ? x[e] : 0.0);
-        free(x);
+        double *v = malloc((size_t)n * sizeof *v);
+        if (v) draw(p, dt, t, v, n);
+        for (int64_t e = 0; e < n; e++) store(dt, buf, e, v ? v[e] : 0.0);
+        free(v);
         return;
     }
     if (t == KK__ATB_T_LSE && same_case(p)) {
@@ -265,20 +293,16 @@ static void write_input(const kk_op_params *p, int t, void *buf, int64_t n) {
         return;
     }
     /* o or lse: the forward reference on the drawn q, k, v */
-    double *q = malloc((size_t)(nq * 2 + nk * 2 + B * Hq * Sq) * sizeof *q);
+    double *q = malloc((size_t)(nq * 2 + nk * 2 + nlse) * sizeof *q);
     if (!q) { /* a hook cannot fail: zeros, which the check then reports */
         memset(buf, 0, (size_t)n * (t == KK__ATB_T_LSE ? 4 : (size_t)kk_dtype_bytes(dt, 1)));
         return;
     }
     double *k = q + nq, *v = k + nk, *o = v + nk, *lse = o + nq;
-    draw(p, KK__ATB_T_Q, q, nq);
-    draw(p, KK__ATB_T_K, k, nk);
-    draw(p, KK__ATB_T_V, v, nk);
-    kk_op_params fwd;
-    kk__attention_backward_forward_params(p, &fwd);
-    if (kk__attention_reference(&fwd, (const double *const[]){q, k, v},
-                                (double *const[]){o, lse}) != KK_OK)
-        memset(o, 0, (size_t)(nq + B * Hq * Sq) * sizeof *o);
+    draw(p, dt, KK__ATB_T_Q, q, nq);
+    draw(p, dt, KK__ATB_T_K, k, nk);
+    draw(p, dt, KK__ATB_T_V, v, nk);
+    if (x->forward(p, q, k, v, o, lse) != KK_OK) memset(o, 0, (size_t)(nq + nlse) * sizeof *o);
     for (int64_t e = 0; e < n; e++) {
         if (t == KK__ATB_T_LSE)
             ((float *)buf)[e] = (float)lse[e];
@@ -286,14 +310,31 @@ static void write_input(const kk_op_params *p, int t, void *buf, int64_t n) {
             store(dt, buf, e, o[e]);
     }
     free(last.lse);
-    last.lse = t == KK__ATB_T_O ? malloc((size_t)(B * Hq * Sq) * sizeof(float)) : NULL;
+    last.lse = t == KK__ATB_T_O ? malloc((size_t)nlse * sizeof(float)) : NULL;
     if (last.lse) {
-        for (int64_t e = 0; e < B * Hq * Sq; e++) last.lse[e] = (float)lse[e];
-        last.op = p->op;
-        memcpy(last.i, p->i, sizeof last.i);
-        memcpy(last.f, p->f, sizeof last.f);
+        for (int64_t e = 0; e < nlse; e++) last.lse[e] = (float)lse[e];
+        last.p = *p;
     }
     free(q);
+}
+
+static kk_status forward(const kk_op_params *p, const double *q, const double *k, const double *v,
+                         double *o, double *lse) {
+    kk_op_params fwd;
+    kk__attention_backward_forward_params(p, &fwd);
+    return kk__attention_reference(&fwd, (const double *const[]){q, k, v},
+                                   (double *const[]){o, lse});
+}
+
+static void write_input(const kk_op_params *p, int t, void *buf, int64_t n) {
+    const int64_t B = p->i[KK__ATB_B], Hq = p->i[KK__ATB_HQ], Hkv = p->i[KK__ATB_HKV];
+    const int64_t Sq = p->i[KK__ATB_SQ], Sk = p->i[KK__ATB_SK], D = p->i[KK__ATB_D];
+    const kk__atb_inputs x = {.dt = (kk_dtype)p->i[KK__ATB_DTYPE],
+                              .nq = B * Hq * Sq * D,
+                              .nk = B * Hkv * Sk * D,
+                              .nlse = B * Hq * Sq,
+                              .forward = forward};
+    kk__attention_backward_write_input(p, &x, t, buf, n);
 }
 
 static const kk_op_param params[KK__ATB_NPARAMS] = {
@@ -324,7 +365,7 @@ static const kk_op_param params[KK__ATB_NPARAMS] = {
  * dtype's unit roundoff (2^-8 bf16, 2^-11 f16), and the magnitudes above sum
  * those |terms| or more (m(dS_ij) >= |dS_ij|), so acc grows by u. The CPU
  * kernel keeps f32 and the plain rows. */
-static void tolerance_on(kk_backend_kind backend, kk_tolerance *t) {
+void kk__attention_backward_tolerance_on(kk_backend_kind backend, kk_tolerance *t) {
     if (backend != KK_BACKEND_CUDA) return;
     if (t->dtype == KK_DTYPE_BF16) t->acc += 0x1p-8;
     if (t->dtype == KK_DTYPE_F16) t->acc += 0x1p-11;
@@ -350,11 +391,8 @@ const kk_op kk__op_attention_backward = {
     .bytes = kk__op_bytes_io,
     .reference = reference,
     .magnitude = magnitude,
-    .ntolerances = 3,
-    .tolerances = {KK__TOL_ACC(KK_DTYPE_F32, 1e-5, 1e-4, 1e-5, KK__BOTH, 0, KK__ACC_F32),
-                   KK__TOL_ACC(KK_DTYPE_F16, 2e-3, 4e-3, 5e-3, KK__BOTH, 0, KK__ACC_F32),
-                   KK__TOL_ACC(KK_DTYPE_BF16, 1e-2, 2e-2, 1e-2, KK__BOTH, 0, KK__ACC_F32)},
-    .tolerance_on = tolerance_on, /* 16-bit P and dS in the CUDA kernel's GEMMs */
+    KK__ATB_TOLERANCES,
+    .tolerance_on = kk__attention_backward_tolerance_on, /* 16-bit P and dS in the CUDA GEMMs */
     .fuzz = kk__attention_fuzz,
     .grow_param = "Sk",
     .fill = fill,

@@ -13,64 +13,26 @@
 #include "core/threads.h"
 #include "opdef/attention_varlen.h"
 
-#define SEQ_MAX (INT64_C(1) << 20)
-#define TOTAL_MAX (INT64_C(1) << 24)
-
-#define P_INT(nm, lo, hi, d, h)                                                                    \
-    { .name = nm, .kind = KK_PARAM_INT, .min = lo, .max = hi, .multiple = 1, .def = d, .help = h }
-#define P_BOOL(nm, d, h)                                                                           \
-    { .name = nm, .kind = KK_PARAM_BOOL, .min = 0, .max = 1, .def = d, .help = h }
-#define P_FLOAT(nm, lo, hi, d, h)                                                                  \
-    { .name = nm, .kind = KK_PARAM_FLOAT, .fmin = lo, .fmax = hi, .fdef = d, .help = h }
-
-const kk_op_param kk__attention_varlen_params[KK__AVL_NPARAMS] = {
-    [KK__AVL_NSEQ] = P_INT("nseq", 0, 65536, 0, "sequences; 0 = as many as seqlens_q has"),
-    [KK__AVL_HQ] = P_INT("Hq", 1, 1024, 4, "query heads"),
-    [KK__AVL_HKV] = P_INT("Hkv", 1, 1024, 4, "key/value heads; Hq % Hkv == 0 (GQA)"),
-    [KK__AVL_TQ] =
-        P_INT("total_q", 0, TOTAL_MAX, 0, "query rows of all sequences; 0 = the sum of seqlens_q"),
-    [KK__AVL_TK] =
-        P_INT("total_k", 0, TOTAL_MAX, 0, "keys of all sequences; 0 = the sum of seqlens_k"),
-    [KK__AVL_MAXQ] =
-        P_INT("max_seqlen_q", 0, SEQ_MAX, 0,
-              "at least the longest query sequence (sizes the CUDA grid); 0 = the longest"),
-    [KK__AVL_MAXK] =
-        P_INT("max_seqlen_k", 0, SEQ_MAX, 0, "at least the longest key sequence; 0 = the longest"),
-    [KK__AVL_D] = P_INT("D", 16, 256, 64, "head dimension"),
-    [KK__AVL_CAUSAL] =
-        P_BOOL("causal", 0, "query i of a sequence sees keys j <= i + Sk - Sq of that sequence"),
-    [KK__AVL_WL] =
-        P_INT("window_left", -1, SEQ_MAX, -1, "keys j >= i + Sk - Sq - w only; -1 = unlimited"),
-    [KK__AVL_WR] =
-        P_INT("window_right", -1, SEQ_MAX, -1, "keys j <= i + Sk - Sq + w only; -1 = unlimited"),
-    [KK__AVL_SCALE] = P_FLOAT("scale", 0.0, 1e6, 0.0, "softmax scale; 0 = 1/sqrt(D)"),
+static const kk_op_param params[KK__AVL_NPARAMS] = {
+    KK__AVL_PARAMS_TO_SCALE,
     [KK__AVL_LSE] =
-        P_BOOL("lse", 0, "also write the log-sum-exp [1,Hq,total_q] (f32, natural log)"),
-    [KK__AVL_DTYPE] = {.name = "dtype",
-                       .kind = KK_PARAM_DTYPE,
-                       .choices = kk__float_dtypes,
-                       .def = KK_DTYPE_BF16,
-                       .help = "element type of q, k, v and o"},
-    [KK__AVL_DROPOUT] =
-        P_FLOAT("dropout", 0.0, 0.99, 0.0,
-                "drop probability of each softmax weight (src/core/philox.h, batch = sequence)"),
-    [KK__AVL_SEED] = P_INT("seed", 0, INT64_MAX, 0, "dropout: Philox key"),
-    [KK__AVL_OFFSET] = P_INT("offset", 0, INT64_MAX, 0, "dropout: Philox counter offset"),
-    [KK__AVL_LENS_Q] =
-        {.name = "seqlens_q",
-         .kind = KK_PARAM_LIST,
-         .min = 0,
-         .max = SEQ_MAX,
-         .help = "query length of each sequence, e.g. 5:0:17 (fills cu_seqlens_q); none = the even "
-                 "split of total_q",
-         .def_list = "37:0:100:64"},
-    [KK__AVL_LENS_K] = {.name = "seqlens_k",
-                        .kind = KK_PARAM_LIST,
-                        .min = 0,
-                        .max = SEQ_MAX,
-                        .help = "key length of each sequence, as many as seqlens_q",
-                        .def_list = "50:7:100:64"},
+        KK__P_BOOL("lse", 0, "also write the log-sum-exp [1,Hq,total_q] (f32, natural log)"),
+    [KK__AVL_DTYPE] =
+        KK__P_DTYPE("dtype", kk__float_dtypes, KK_DTYPE_BF16, "element type of q, k, v and o"),
+    [KK__AVL_DROPOUT] = KK__P_FLOAT(
+        "dropout", 0.0, 0.99, 0.0,
+        "drop probability of each softmax weight (src/core/philox.h, batch = sequence)"),
+    [KK__AVL_SEED] = KK__AVL_PARAM_SEED,
+    [KK__AVL_OFFSET] = KK__AVL_PARAM_OFFSET,
+    [KK__AVL_LENS_Q] = KK__AVL_PARAM_SEQLENS_Q,
+    [KK__AVL_LENS_K] = KK__AVL_PARAM_SEQLENS_K,
 };
+
+/* The op whose errors these are: attention_varlen, or the backward whose
+ * sizes are its. */
+static const char *op_name(const kk_op_params *p) {
+    return p && p->op ? p->op->name : "attention_varlen";
+}
 
 /* The list of `which` (0: queries, 1: keys) and its count. */
 static int lens(const kk_op_params *p, int which, const int32_t **v) {
@@ -139,13 +101,14 @@ void kk__attention_varlen_seq_params(const kk_op_params *p, int64_t lq, int64_t 
     out->i[KK__ATT_OFFSET] = p->i[KK__AVL_OFFSET];
 }
 
-kk_status kk__attention_varlen_check_cu(const char *name, const int64_t *cu, int64_t nseq,
-                                        int64_t total, int64_t max_len, const char *max_name) {
+/* cu [nseq+1] of tensor `name` ("cu_seqlens_q"): cu[0] = 0, nondecreasing,
+ * cu[nseq] = total, no length above max_len. */
+static kk_status check_cu(const char *op, const char *name, const int64_t *cu, int64_t nseq,
+                          int64_t total, int64_t max_len, const char *max_name) {
     char what[96], expected[160];
     if (cu[0] != 0) {
         snprintf(what, sizeof what, "%s[0]", name);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", what, "0", "%" PRId64,
-                             cu[0]);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, what, "0", "%" PRId64, cu[0]);
     }
     for (int64_t s = 0; s < nseq; s++) {
         const int64_t len = cu[s + 1] - cu[s];
@@ -160,21 +123,48 @@ kk_status kk__attention_varlen_check_cu(const char *name, const int64_t *cu, int
                      "at most %s[%" PRId64 "] + %s = %" PRId64 " (sequence %" PRId64 " has %" PRId64
                      " rows: raise %s)",
                      name, s, max_name, cu[s] + max_len, s, len, max_name);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", what, expected,
-                             "%" PRId64, cu[s + 1]);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, what, expected, "%" PRId64, cu[s + 1]);
     }
     if (cu[nseq] != total) {
         snprintf(what, sizeof what, "%s[%" PRId64 "]", name, nseq);
         snprintf(expected, sizeof expected, "the total %" PRId64 " (the rows of the tensor)",
                  total);
-        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", what, expected,
-                             "%" PRId64, cu[nseq]);
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, what, expected, "%" PRId64, cu[nseq]);
     }
     return KK_OK;
 }
 
-static kk_status bad(const char *param, const char *expected, const char *fmt, int64_t v) {
-    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention_varlen", param, expected, fmt, v);
+/* Both offsets' tensors, checked; cq, ck hold them as int64 already. */
+static kk_status check_offsets(const kk_op_params *p, const int64_t *cq, const int64_t *ck) {
+    kk__varlen_dims d;
+    kk__attention_varlen_dims(p, &d);
+    const kk_status st =
+        check_cu(op_name(p), "cu_seqlens_q", cq, d.nseq, d.total_q, d.max_q, "max_seqlen_q");
+    return st != KK_OK ? st
+                       : check_cu(op_name(p), "cu_seqlens_k", ck, d.nseq, d.total_k, d.max_k,
+                                  "max_seqlen_k");
+}
+
+kk_status kk__attention_varlen_offsets(const kk_op_params *p, const int32_t *cu_q,
+                                       const int32_t *cu_k, int64_t *cq, int64_t *ck) {
+    kk__varlen_dims d;
+    kk__attention_varlen_dims(p, &d);
+    for (int64_t s = 0; s <= d.nseq; s++) cq[s] = cu_q[s], ck[s] = cu_k[s];
+    return check_offsets(p, cq, ck);
+}
+
+kk_status kk__attention_varlen_offsets_f64(const kk_op_params *p, const double *cu_q,
+                                           const double *cu_k, int64_t *cq, int64_t *ck) {
+    kk__varlen_dims d;
+    kk__attention_varlen_dims(p, &d);
+    for (int64_t s = 0; s <= d.nseq; s++) /* int32 values: exact */
+        cq[s] = (int64_t)cu_q[s], ck[s] = (int64_t)cu_k[s];
+    return check_offsets(p, cq, ck);
+}
+
+static kk_status bad(const kk_op_params *p, const char *param, const char *expected,
+                     const char *fmt, int64_t v) {
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op_name(p), param, expected, fmt, v);
 }
 
 kk_status kk__attention_varlen_validate(const kk_op_params *p) {
@@ -182,22 +172,22 @@ kk_status kk__attention_varlen_validate(const kk_op_params *p) {
     const int64_t hq = p->i[KK__AVL_HQ], hkv = p->i[KK__AVL_HKV];
     if (hq % hkv != 0) {
         snprintf(expected, sizeof expected, "a divisor of Hq = %" PRId64, hq);
-        return bad("Hkv", expected, "%" PRId64, hkv);
+        return bad(p, "Hkv", expected, "%" PRId64, hkv);
     }
     const int32_t *lq, *lk;
     const int nq = lens(p, 0, &lq), nk = lens(p, 1, &lk);
     if (nq != nk) {
         snprintf(expected, sizeof expected,
                  "as many lengths as seqlens_q (%d); both lists or neither", nq);
-        return bad("seqlens_k", expected, "%" PRId64 " lengths", (int64_t)nk);
+        return bad(p, "seqlens_k", expected, "%" PRId64 " lengths", (int64_t)nk);
     }
     kk__varlen_dims d;
     kk__attention_varlen_dims(p, &d);
     if (nq && d.nseq != nq) {
         snprintf(expected, sizeof expected, "0 or %d, the sequences of seqlens_q", nq);
-        return bad("nseq", expected, "%" PRId64, d.nseq);
+        return bad(p, "nseq", expected, "%" PRId64, d.nseq);
     }
-    if (d.nseq < 1) return bad("nseq", "1..65536 (or seqlens_q and seqlens_k)", "%" PRId64, 0);
+    if (d.nseq < 1) return bad(p, "nseq", "1..65536 (or seqlens_q and seqlens_k)", "%" PRId64, 0);
     for (int w = 0; w < 2; w++) {
         const int32_t *v = w ? lk : lq;
         const char *tname = w ? "total_k" : "total_q", *mname = w ? "max_seqlen_k" : "max_seqlen_q";
@@ -205,15 +195,16 @@ kk_status kk__attention_varlen_validate(const kk_op_params *p) {
         if (nq && total != list_sum(v, nq)) {
             snprintf(expected, sizeof expected, "0 or %" PRId64 ", the sum of %s", list_sum(v, nq),
                      w ? "seqlens_k" : "seqlens_q");
-            return bad(tname, expected, "%" PRId64, total);
+            return bad(p, tname, expected, "%" PRId64, total);
         }
         if (total < 1)
-            return bad(tname, "1..16777216 (some sequence of at least one row)", "%" PRId64, total);
+            return bad(p, tname, "1..16777216 (some sequence of at least one row)", "%" PRId64,
+                       total);
         const int64_t longest = nq ? list_max(v, nq) : even_max(total, d.nseq);
         if (mx < longest) {
             snprintf(expected, sizeof expected, "0 or at least %" PRId64 ", the longest sequence",
                      longest);
-            return bad(mname, expected, "%" PRId64, mx);
+            return bad(p, mname, expected, "%" PRId64, mx);
         }
     }
     return KK_OK;
@@ -261,15 +252,6 @@ double kk__attention_varlen_flops(const kk_op_params *p) {
     return 4.0 * (double)p->i[KK__AVL_HQ] * (double)p->i[KK__AVL_D] * pairs;
 }
 
-/* The offsets of a decoded cu_seqlens input, checked. */
-static kk_status read_cu(const char *name, const double *in, const kk__varlen_dims *d, int keys,
-                         int64_t *cu) {
-    for (int64_t s = 0; s <= d->nseq; s++) cu[s] = (int64_t)in[s]; /* int32: exact */
-    return kk__attention_varlen_check_cu(name, cu, d->nseq, keys ? d->total_k : d->total_q,
-                                         keys ? d->max_k : d->max_q,
-                                         keys ? "max_seqlen_k" : "max_seqlen_q");
-}
-
 /* The reference (mag = 0) or the magnitude (mag = 1) of every row. */
 static kk_status run(const kk_op_params *p, const double *const *in, double *const *out, int mag) {
     kk__varlen_dims d;
@@ -282,8 +264,8 @@ static kk_status run(const kk_op_params *p, const double *const *in, double *con
         return kk__error(KK_ERR_OUT_OF_MEMORY, "attention_varlen",
                          "no memory for %" PRId64 " offsets", 2 * (d.nseq + 1));
     int64_t *cq = cu, *ck = cu + d.nseq + 1;
-    kk_status st = read_cu("cu_seqlens_q", in[KK__AVL_T_CUQ], &d, 0, cq);
-    if (st == KK_OK) st = read_cu("cu_seqlens_k", in[KK__AVL_T_CUK], &d, 1, ck);
+    const kk_status st =
+        kk__attention_varlen_offsets_f64(p, in[KK__AVL_T_CUQ], in[KK__AVL_T_CUK], cq, ck);
     if (st != KK_OK) {
         free(cu);
         return st;
@@ -334,12 +316,12 @@ static kk_status magnitude(const kk_op_params *p, const double *const *in, doubl
     return run(p, in, out, 1);
 }
 
-/* attention_varlen: 1 to 6 sequences of 0 to 64 query rows and keys each
+/* A packed batch: 1 to 6 sequences of 0 to 64 query rows and keys each
  * (zero-length sequences one time in five, Sq != Sk per sequence), the
  * attention draw's heads, head dims, windows, scale and dropout; max_seqlen
  * at 0 (the longest) or, one time in four, above it as FlashAttention's
  * callers often give it. --big: Hkv = 1, so that Hq can grow. */
-static void fuzz(kk__rng *r, kk_op_params *p, int big) {
+void kk__attention_varlen_fuzz(kk__rng *r, kk_op_params *p, int big) {
     kk__attention_fuzz(r, p, big);
     if (big) kk__fuzz_set_int(p, "Hkv", 1);
     const int n = 1 + (int)kk__rng_below(r, 6);
@@ -379,11 +361,14 @@ static kk__fill_rule fill(const kk_op_params *p, int k) {
         k == KK__AVL_T_CUQ || k == KK__AVL_T_CUK ? KK__FILL_BY_OP : KK__FILL_NORMAL, 0};
 }
 
-static void write_input(const kk_op_params *p, int k, void *buf, int64_t n) {
-    int32_t *cu = buf;
+void kk__attention_varlen_write_cu(const kk_op_params *p, int keys, int32_t *cu, int64_t n) {
     cu[0] = 0;
     for (int64_t s = 0; s + 1 < n; s++)
-        cu[s + 1] = cu[s] + (int32_t)kk__attention_varlen_len(p, k == KK__AVL_T_CUK, s);
+        cu[s + 1] = cu[s] + (int32_t)kk__attention_varlen_len(p, keys, s);
+}
+
+static void write_input(const kk_op_params *p, int k, void *buf, int64_t n) {
+    kk__attention_varlen_write_cu(p, k == KK__AVL_T_CUK, buf, n);
 }
 
 const kk_op kk__op_attention_varlen = {
@@ -392,7 +377,7 @@ const kk_op kk__op_attention_varlen = {
     .summary = "attention per sequence of a packed batch (cu_seqlens_q, cu_seqlens_k); "
                "GQA, causal, windows",
     .nparams = KK__AVL_NPARAMS,
-    .params = kk__attention_varlen_params,
+    .params = params,
     .validate = kk__attention_varlen_validate,
     .describe = kk__attention_varlen_describe,
     .flops = kk__attention_varlen_flops,
@@ -419,7 +404,7 @@ const kk_op kk__op_attention_varlen = {
                     .l2 = 1e-2,
                     .criteria = KK_CHECK_ELEMENTWISE | KK_CHECK_L2,
                     .flags = KK_CHECK_ALLOW_NONFINITE}},
-    .fuzz = fuzz,
+    .fuzz = kk__attention_varlen_fuzz,
     .grow_param = "Hq",
     .fill = fill,
     .write_input = write_input,

@@ -1,7 +1,5 @@
 /* kk_attention (kernelkit/ops.h): the `attention` op, and the options shared
  * with kk_attention_varlen. */
-#include <inttypes.h>
-
 #include "core/error.h"
 #include "opdef/attention.h"
 #include "ops/entry.h"
@@ -22,12 +20,7 @@ kk_status kk_attention(const kk_tensor *q, const kk_tensor *k, const kk_tensor *
     if (st == KK_OK) st = kk__entry_need("attention", "v", v, 4);
     if (st == KK_OK) st = kk__entry_need("attention", "o", o, 4);
     if (st == KK_OK && lse) st = kk__entry_need("attention", "lse", lse, 3);
-    if (st == KK_OK && opt->seed > INT64_MAX)
-        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention", "opt->seed", "at most 2^63-1",
-                           "%" PRIu64, opt->seed);
-    if (st == KK_OK && opt->offset > INT64_MAX)
-        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, "attention", "opt->offset", "at most 2^63-1",
-                           "%" PRIu64, opt->offset);
+    if (st == KK_OK) st = kk__entry_attention_options("attention", opt);
     if (st == KK_OK) st = kk__entry_params(&row, &p);
     if (st != KK_OK) return st;
     p.i[KK__ATT_B] = q->shape[0];

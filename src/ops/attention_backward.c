@@ -1,6 +1,4 @@
 /* kk_attention_backward (kernelkit/ops.h): the `attention_backward` op. */
-#include <inttypes.h>
-
 #include "core/error.h"
 #include "opdef/attention_backward.h"
 #include "ops/entry.h"
@@ -24,12 +22,7 @@ kk_status kk_attention_backward(const kk_tensor *q, const kk_tensor *k, const kk
     if (st == KK_OK) st = kk__entry_need(op, "dq", dq, 4);
     if (st == KK_OK) st = kk__entry_need(op, "dk", dk, 4);
     if (st == KK_OK) st = kk__entry_need(op, "dv", dv, 4);
-    if (st == KK_OK && opt->seed > INT64_MAX)
-        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->seed", "at most 2^63-1", "%" PRIu64,
-                           opt->seed);
-    if (st == KK_OK && opt->offset > INT64_MAX)
-        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->offset", "at most 2^63-1", "%" PRIu64,
-                           opt->offset);
+    if (st == KK_OK) st = kk__entry_attention_options(op, opt);
     if (st == KK_OK) st = kk__entry_params(&row, &p);
     if (st != KK_OK) return st;
     p.i[KK__ATB_B] = q->shape[0];

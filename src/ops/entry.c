@@ -2,6 +2,7 @@
  * checks, the cached registry row, and the run through kk_op_run. */
 #include "ops/entry.h"
 
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,69 @@ kk_status kk__entry_need(const char *op, const char *argument, const kk_tensor *
     char want[32];
     snprintf(want, sizeof want, "%d dimensions", ndim);
     return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, argument, want, "%d", t->ndim);
+}
+
+kk_status kk__entry_attention_options(const char *op, const kk_attention_options *opt) {
+    if (opt->seed > INT64_MAX)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->seed", "at most 2^63-1", "%" PRIu64,
+                             opt->seed);
+    if (opt->offset > INT64_MAX)
+        return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "opt->offset", "at most 2^63-1",
+                             "%" PRIu64, opt->offset);
+    return KK_OK;
+}
+
+static kk_status max_seqlen(const char *op, const char *name, int64_t v) {
+    if (v >= 1 && v <= (INT64_C(1) << 20)) return KK_OK;
+    return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, name,
+                         "1..1048576, at least the longest sequence's length", "%" PRId64, v);
+}
+
+kk_status kk__entry_varlen_args(const char *op, const kk_tensor *q, const kk_tensor *cu_seqlens_q,
+                                const kk_tensor *cu_seqlens_k, int64_t max_seqlen_q,
+                                int64_t max_seqlen_k, const kk_attention_options *opt) {
+    kk_status st = q ? KK_OK : kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "q", "a tensor", "NULL");
+    if (st == KK_OK && q->ndim != 3 && q->ndim != 4)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "q",
+                           "3 dimensions [total_q,Hq,D] or 4 [1,Hq,total_q,D]", "%d", q->ndim);
+    if (st == KK_OK) st = kk__entry_need(op, "cu_seqlens_q", cu_seqlens_q, 1);
+    if (st == KK_OK) st = kk__entry_need(op, "cu_seqlens_k", cu_seqlens_k, 1);
+    if (st == KK_OK && cu_seqlens_q->shape[0] < 2)
+        st = kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, "cu_seqlens_q",
+                           "nseq + 1 >= 2 offsets (one sequence at least)", "%" PRId64 " offsets",
+                           cu_seqlens_q->shape[0]);
+    if (st == KK_OK) st = max_seqlen(op, "max_seqlen_q", max_seqlen_q);
+    if (st == KK_OK) st = max_seqlen(op, "max_seqlen_k", max_seqlen_k);
+    if (st == KK_OK) st = kk__entry_attention_options(op, opt);
+    return st;
+}
+
+const kk_tensor *kk__entry_packed_view(const kk_tensor *t, kk_tensor *view) {
+    if (t->ndim == 4) return t;
+    *view = *t;
+    view->ndim = 4;
+    view->shape[0] = 1;
+    view->shape[1] = t->shape[1];
+    view->shape[2] = t->shape[0];
+    view->shape[3] = t->shape[2];
+    view->strides[0] = t->shape[0] * t->strides[0]; /* a dimension of 1: any stride */
+    view->strides[1] = t->strides[1];
+    view->strides[2] = t->strides[0];
+    view->strides[3] = t->strides[2];
+    return view;
+}
+
+const kk_tensor *kk__entry_lse_view(const kk_tensor *t, kk_tensor *view) {
+    if (!t || t->ndim == 3) return t;
+    *view = *t;
+    view->ndim = 3;
+    view->shape[0] = 1;
+    view->shape[1] = t->shape[0];
+    view->shape[2] = t->shape[1];
+    view->strides[0] = t->shape[0] * t->strides[0];
+    view->strides[1] = t->strides[0];
+    view->strides[2] = t->strides[1];
+    return view;
 }
 
 enum { ROW_EMPTY, ROW_FILLING, ROW_READY };

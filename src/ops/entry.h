@@ -54,6 +54,26 @@ typedef struct kk__entry_arg {
 kk_status kk__entry_run(const kk_op_params *p, const kk_tensor *const *tensors, int n,
                         kk_stream stream, const kk__entry_arg *args, int nargs);
 
+/* ---- what the attention entry points share ---- */
+
+/* opt->seed and opt->offset fit the parameters (at most 2^63-1). */
+kk_status kk__entry_attention_options(const char *op, const kk_attention_options *opt);
+
+/* The varlen ops' arguments (kk_attention_varlen, kk_attention_varlen_backward):
+ * q present with 3 dimensions [total_q,Hq,D] or 4 [1,Hq,total_q,D] (the other
+ * tensors are checked against q's rank by the caller), cu_seqlens_q and
+ * cu_seqlens_k 1-dimensional with 2 or more offsets, max_seqlen_q and
+ * max_seqlen_k in 1..2^20, the options as above. */
+kk_status kk__entry_varlen_args(const char *op, const kk_tensor *q, const kk_tensor *cu_seqlens_q,
+                                const kk_tensor *cu_seqlens_k, int64_t max_seqlen_q,
+                                int64_t max_seqlen_k, const kk_attention_options *opt);
+/* A [total,H,D] tensor (FlashAttention's varlen layout) as the [1,H,total,D]
+ * view the varlen ops take; a 4-dimensional one as it is. The view is a copy
+ * of the descriptor in *view, valid while t is: nothing is allocated. */
+const kk_tensor *kk__entry_packed_view(const kk_tensor *t, kk_tensor *view);
+/* lse [Hq,total_q] as [1,Hq,total_q]; NULL or a 3-dimensional one as it is. */
+const kk_tensor *kk__entry_lse_view(const kk_tensor *t, kk_tensor *view);
+
 /* ---- the host-overhead benchmark's adapters ----
  *
  * Each calls its op's typed entry point with the tensors of a case (in

@@ -12,7 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "cuda/kernels/attention_backward.cuh"
+#include "cuda/kernels/attention_backward_sm90.cuh"
 #include "cuda/kernels/launch_util.cuh"
 
 extern "C" {
@@ -77,7 +80,7 @@ cudaError_t launch_main(const Params &p, cudaStream_t s) {
                         (size_t)kBN * (kBM + 8) * sizeof(T) + 2 * kBM * sizeof(float);
     const cudaError_t e = kk_cuda::opt_in<kk_attn_bwd::attention_bwd_kernel<KD, T, kDropout>>(smem);
     if (e != cudaSuccess) return e;
-    const dim3 grid((unsigned)(p.a.B * p.a.Hkv), (unsigned)((p.a.Sk + kBN - 1) / kBN));
+    const dim3 grid((unsigned)((int64_t)p.a.B * p.a.Hkv * ((p.a.Sk + kBN - 1) / kBN)));
     kk_attn_bwd::attention_bwd_kernel<KD, T, kDropout><<<grid, kk_attn_bwd::kThreads, smem, s>>>(p);
     return cudaGetLastError();
 }
@@ -90,7 +93,9 @@ template <typename T> cudaError_t launch_all(const Params &p, int kd, cudaStream
             p.a.d);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    if (kd == 64)
+    if (kk_attn_bwd::hopper_ready())
+        e = kk_attn_bwd::launch_hopper(p, kd, std::is_same<T, __nv_bfloat16>::value, s);
+    else if (kd == 64)
         e = p.a.dropout ? launch_main<64, T, true>(p, s) : launch_main<64, T, false>(p, s);
     else
         e = p.a.dropout ? launch_main<128, T, true>(p, s) : launch_main<128, T, false>(p, s);
@@ -125,7 +130,7 @@ extern "C" kk_status kk__attention_backward_cuda(const kk_op_params *op, kk_tens
                          (long long)D);
     if (Sq > INT32_MAX / 2 || Sk > INT32_MAX / 2 || B * Hkv > INT32_MAX ||
         B * Hq * Sq / kRowsPerBlock >= INT32_MAX ||
-        (Sk + kk_attn_bwd::kBlockN - 1) / kk_attn_bwd::kBlockN > 65535)
+        B * Hkv * ((Sk + kk_attn_bwd::kBlockN - 1) / kk_attn_bwd::kBlockN) > INT32_MAX)
         return kk__error(KK_ERR_UNSUPPORTED, kOp, "the cuda kernel's grid is too small");
     for (int k = 0; k < 9; k++)
         if (!t[k] || t[k]->device_kind != KK_BACKEND_CUDA || (uintptr_t)t[k]->data % 16)

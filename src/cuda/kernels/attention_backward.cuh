@@ -48,6 +48,76 @@ __device__ __forceinline__ float keep_factor(const kk_attn::Params &p, uint32_t 
     return x >= p.drop_threshold ? p.drop_rescale : 0.f;
 }
 
+// P and dS of a block from the accumulators of S^T and dP^T (keys x rows),
+// in place: element (key kr + 8r, row m0 + x*8 + 2t + c) is s[x][2r + c] and
+// dp[x][2r + c]; lse (natural log) and di hold the block's rows. s becomes
+// P f, with P = exp(s scale - lse) (0 where the mask hides the element or the
+// row is past Sq; the mask only when !full), and dp dS = P (dP f - D_i).
+template <int kTiles, bool kDropout>
+__device__ __forceinline__ void probs_and_ds(const kk_attn::Params &a, uint32_t bh, int m0, int kr,
+                                             int t, bool full, const float *lse, const float *di,
+                                             float (&s)[kTiles][4], float (&dp)[kTiles][4]) {
+#pragma unroll
+    for (int x = 0; x < kTiles; x++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int ir = x * 8 + 2 * t + c, i = m0 + ir;
+            int lo = 0, hi = 0;
+            if (!full) kk_attn::key_range(a, i, lo, hi);
+            const float lse2 = lse[ir] * kk_attn::kLog2e, d_i = di[ir];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int j = kr + 8 * r;
+                float P = kk_attn::exp2_approx(fmaf(s[x][2 * r + c], a.scale_log2, -lse2));
+                if (!full && (i >= a.Sq || j < lo || j > hi)) P = 0.f;
+                float f = 1.f;
+                if constexpr (kDropout) f = keep_factor(a, bh, i, j);
+                s[x][2 * r + c] = P * f;
+                dp[x][2 * r + c] = P * (dp[x][2 * r + c] * f - d_i);
+            }
+        }
+}
+
+// 16-bit A fragments (keys x rows) of an accumulator: n8 tiles 2c, 2c + 1 are
+// the k16 chunk c of rows, as the forward's P.
+template <typename T, int kTiles>
+__device__ __forceinline__ void pack_a(const float (&x)[kTiles][4], uint32_t (&a)[kTiles / 2][4]) {
+    using M = MmaType<T>;
+#pragma unroll
+    for (int c = 0; c < kTiles / 2; c++) {
+        a[c][0] = M::pack(x[2 * c][0], x[2 * c][1]);
+        a[c][1] = M::pack(x[2 * c][2], x[2 * c][3]);
+        a[c][2] = M::pack(x[2 * c + 1][0], x[2 * c + 1][1]);
+        a[c][3] = M::pack(x[2 * c + 1][2], x[2 * c + 1][3]);
+    }
+}
+
+// dK = scale dS^T Q and dV of keys kr, kr + 8 (this thread's rows of the
+// keys x head-dim accumulators) of the (batch, kv head) bhk.
+template <typename T, int kDT>
+__device__ __forceinline__ void store_dk_dv(const Params &p, int bhk, int kr, int t,
+                                            const float (&dk)[kDT][4], const float (&dv)[kDT][4]) {
+    using M = MmaType<T>;
+    const int64_t d = p.a.d;
+    T *gdK = static_cast<T *>(p.dk) + (int64_t)bhk * p.a.Sk * d;
+    T *gdV = static_cast<T *>(p.dv) + (int64_t)bhk * p.a.Sk * d;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int j = kr + 8 * r;
+        if (j >= p.a.Sk) continue;
+#pragma unroll
+        for (int x = 0; x < kDT; x++) {
+            const int col = x * 8 + 2 * t;
+            if (col < p.a.d) {
+                *reinterpret_cast<uint32_t *>(gdK + j * d + col) =
+                    M::pack(dk[x][2 * r] * p.scale, dk[x][2 * r + 1] * p.scale);
+                *reinterpret_cast<uint32_t *>(gdV + j * d + col) =
+                    M::pack(dv[x][2 * r], dv[x][2 * r + 1]);
+            }
+        }
+    }
+}
+
 template <int KD, typename T, bool kDropout>
 __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Params p) {
     using M = MmaType<T>;
@@ -69,13 +139,16 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Params p)
     T *sQ = sV + kBN * kP;
     T *sdO = sQ + kBM * kP;
     T *sdS = sdO + kBM * kP;
-    float *sLse = reinterpret_cast<float *>(sdS + kBN * kSP); // lse * log2(e)
+    float *sLse = reinterpret_cast<float *>(sdS + kBN * kSP);
     float *sDi = sLse + kBM;
 
     const kk_attn::Params &a = p.a;
-    const int bhk = blockIdx.x; // b * Hkv + kv head
+    // The key blocks of one (batch, kv head) are consecutive CTAs, so the
+    // ones running together add to the same rows of dQ's accumulator (in L2).
+    const int key_blocks = (a.Sk + kBN - 1) / kBN;
+    const int bhk = blockIdx.x / key_blocks; // b * Hkv + kv head
     const int b = bhk / a.Hkv, hk = bhk % a.Hkv, G = a.Hq / a.Hkv;
-    const int n0 = blockIdx.y * kBN;
+    const int n0 = (blockIdx.x % key_blocks) * kBN;
     const int n_last = min(n0 + kBN, a.Sk) - 1;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int mi = lane / 8; // the ldmatrix matrix this lane addresses
@@ -121,7 +194,7 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Params p)
             if (tid < kBM) {
                 const int i = m0 + tid;
                 const bool in = i < a.Sq;
-                sLse[tid] = in ? p.lse[(int64_t)bh * a.Sq + i] * kk_attn::kLog2e : 0.f;
+                sLse[tid] = in ? p.lse[(int64_t)bh * a.Sq + i] : 0.f;
                 sDi[tid] = in ? p.di[(int64_t)bh * a.Sq + i] : 0.f;
             }
             cp_async_wait_all();
@@ -155,43 +228,14 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Params p)
                 }
             }
 
-            // Element (key kr + 8r, row m0 + x*8 + 2t + c) is s[x][2r + c]:
-            // P = exp(s scale - lse) (0 where hidden), then s = P f and
-            // dp = dS = P (dP f - D_i).
-#pragma unroll
-            for (int x = 0; x < kRowTiles; x++)
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    const int ir = x * 8 + 2 * t + c, i = m0 + ir;
-                    int lo = 0, hi = 0;
-                    if (!full) kk_attn::key_range(a, i, lo, hi);
-                    const float lse2 = sLse[ir], di = sDi[ir];
-#pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        const int j = kr + 8 * r;
-                        float P = exp2_approx(fmaf(s[x][2 * r + c], a.scale_log2, -lse2));
-                        if (!full && (i >= a.Sq || j < lo || j > hi)) P = 0.f;
-                        float f = 1.f;
-                        if constexpr (kDropout) f = keep_factor(a, (uint32_t)bh, i, j);
-                        s[x][2 * r + c] = P * f;
-                        dp[x][2 * r + c] = P * (dp[x][2 * r + c] * f - di);
-                    }
-                }
+            probs_and_ds<kRowTiles, kDropout>(a, (uint32_t)bh, m0, kr, t, full, sLse, sDi, s, dp);
 
-            // 16-bit A fragments (keys x rows): n8 tiles 2c, 2c+1 are the k16
-            // chunk c of rows, as the forward's P. dS^T also to shared memory
-            // (key-major) for dQ.
+            // A fragments of P f and dS; dS^T also to shared memory (key-major) for dQ.
             uint32_t pa[kRowTiles / 2][4], sa[kRowTiles / 2][4];
+            pack_a<T>(s, pa);
+            pack_a<T>(dp, sa);
 #pragma unroll
             for (int c = 0; c < kRowTiles / 2; c++) {
-                pa[c][0] = M::pack(s[2 * c][0], s[2 * c][1]);
-                pa[c][1] = M::pack(s[2 * c][2], s[2 * c][3]);
-                pa[c][2] = M::pack(s[2 * c + 1][0], s[2 * c + 1][1]);
-                pa[c][3] = M::pack(s[2 * c + 1][2], s[2 * c + 1][3]);
-                sa[c][0] = M::pack(dp[2 * c][0], dp[2 * c][1]);
-                sa[c][1] = M::pack(dp[2 * c][2], dp[2 * c][3]);
-                sa[c][2] = M::pack(dp[2 * c + 1][0], dp[2 * c + 1][1]);
-                sa[c][3] = M::pack(dp[2 * c + 1][2], dp[2 * c + 1][3]);
                 // rows 16c + 2t (+1) and 16c + 8 + 2t (+1), keys g and g + 8
                 T *row0 = sdS + (warp * 16 + g) * kSP + c * 16 + 2 * t;
                 T *row1 = row0 + 8 * kSP;
@@ -265,24 +309,7 @@ __global__ void __launch_bounds__(kThreads) attention_bwd_kernel(const Params p)
 
     cp_async_wait_all(); // K and V's copies, when every query block was skipped
 
-    // dK = scale dS^T Q and dV of keys kr, kr + 8; keys no row sees get zeros.
-    T *gdK = static_cast<T *>(p.dk) + (int64_t)bhk * a.Sk * d;
-    T *gdV = static_cast<T *>(p.dv) + (int64_t)bhk * a.Sk * d;
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int j = kr + 8 * r;
-        if (j >= a.Sk) continue;
-#pragma unroll
-        for (int x = 0; x < kDTiles; x++) {
-            const int col = x * 8 + 2 * t;
-            if (col < a.d) {
-                *reinterpret_cast<uint32_t *>(gdK + j * d + col) =
-                    M::pack(dk[x][2 * r] * p.scale, dk[x][2 * r + 1] * p.scale);
-                *reinterpret_cast<uint32_t *>(gdV + j * d + col) =
-                    M::pack(dv[x][2 * r], dv[x][2 * r + 1]);
-            }
-        }
-    }
+    store_dk_dv<T>(p, bhk, kr, t, dk, dv); // keys no row sees get zeros
 }
 
 } // namespace kk_attn_bwd
