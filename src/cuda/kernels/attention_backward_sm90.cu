@@ -18,7 +18,7 @@ template <int KD, typename T, bool kDropout> cudaError_t launch(const Params &p,
     const cudaError_t e = kk_cuda::opt_in<kernel>(smem);
     if (e != cudaSuccess) return e;
     constexpr int kBN = HopperConfig<KD>::kBlockN;
-    // One dimension, the key blocks of a (batch, kv head) consecutive.
+    // One dimension: cta_keys (attention_backward.cuh) orders it by the mask.
     const dim3 grid((unsigned)((int64_t)p.a.B * p.a.Hkv * ((p.a.Sk + kBN - 1) / kBN)));
     kernel<<<grid, HopperConfig<KD>::kThreads, smem, s>>>(p);
     return cudaGetLastError();

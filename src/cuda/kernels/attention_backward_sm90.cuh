@@ -75,14 +75,9 @@ __global__ void __launch_bounds__(256, 1) attention_bwd_hopper_kernel(const Para
     float *sDi = sLse + C::kStages * kBM;
 
     const kk_attn::Params &a = p.a;
-    // The key blocks of one (batch, kv head) are consecutive CTAs: running
-    // together they add to the same rows of dQ's accumulator, which stay in L2
-    // (with the heads outermost, 132 CTAs of as many heads sent each add to
-    // DRAM: measured 55% of its bandwidth, the kernel bound by it).
-    const int key_blocks = (a.Sk + kBN - 1) / kBN;
-    const int bhk = blockIdx.x / key_blocks; // b * Hkv + kv head
+    int bhk, n0; // b * Hkv + kv head, the first key
+    cta_keys<kBN>(a, bhk, n0);
     const int b = bhk / a.Hkv, hk = bhk % a.Hkv, G = a.Hq / a.Hkv;
-    const int n0 = (blockIdx.x % key_blocks) * kBN;
     const int n_last = min(n0 + kBN, a.Sk) - 1;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
