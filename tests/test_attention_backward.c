@@ -35,7 +35,8 @@ typedef struct problem {
 } problem;
 
 /* L = sum dO * O(q, k, v) by the forward reference. */
-static double loss(problem *pb) {
+static double loss(void *ctx) {
+    problem *pb = ctx;
     kk_assert_ok(kk__attention_reference(&pb->fwd, (const double *const[]){pb->q, pb->k, pb->v},
                                          (double *const[]){pb->o2, pb->lse2}));
     double l = 0.0;
@@ -43,23 +44,9 @@ static double loss(problem *pb) {
     return l;
 }
 
-/* Largest |reference - finite difference| over x[0..n), relative to the
- * largest gradient of that tensor. */
+/* The reference's gradient g of x against finite differences of loss. */
 static double fd_error(problem *pb, double *x, const double *g, int64_t n) {
-    const double h = 1e-6;
-    double worst = 0.0, gmax = 0.0;
-    for (int64_t e = 0; e < n; e++) gmax = fmax(gmax, fabs(g[e]));
-    for (int64_t e = 0; e < n; e++) {
-        const double keep = x[e];
-        x[e] = keep + h;
-        const double lp = loss(pb);
-        x[e] = keep - h;
-        const double lm = loss(pb);
-        x[e] = keep;
-        const double fd = (lp - lm) / (2.0 * h);
-        worst = fmax(worst, fabs(fd - g[e]) / fmax(gmax, 1e-3));
-    }
-    return worst;
+    return kk_test_fd_error(loss, pb, x, g, n);
 }
 
 static void reference_matches_finite_differences_of(const char *text) {

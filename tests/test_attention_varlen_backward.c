@@ -40,7 +40,8 @@ typedef struct problem {
 } problem;
 
 /* L = sum dO * O(q, k, v) by the varlen forward's reference. */
-static double loss(problem *pb) {
+static double loss(void *ctx) {
+    problem *pb = ctx;
     kk_assert_ok(kk__attention_varlen_reference(
         &pb->fwd, (const double *const[]){pb->q, pb->k, pb->v, pb->cu, pb->cu + pb->ncu},
         (double *const[]){pb->o2, pb->lse2}));
@@ -49,22 +50,9 @@ static double loss(problem *pb) {
     return l;
 }
 
-/* Largest |reference - finite difference| over x[0..n), relative to the
- * largest gradient of that tensor. */
+/* The reference's gradient g of x against finite differences of loss. */
 static double fd_error(problem *pb, double *x, const double *g, int64_t n) {
-    const double h = 1e-6;
-    double worst = 0.0, gmax = 0.0;
-    for (int64_t e = 0; e < n; e++) gmax = fmax(gmax, fabs(g[e]));
-    for (int64_t e = 0; e < n; e++) {
-        const double keep = x[e];
-        x[e] = keep + h;
-        const double lp = loss(pb);
-        x[e] = keep - h;
-        const double lm = loss(pb);
-        x[e] = keep;
-        worst = fmax(worst, fabs((lp - lm) / (2.0 * h) - g[e]) / fmax(gmax, 1e-3));
-    }
-    return worst;
+    return kk_test_fd_error(loss, pb, x, g, n);
 }
 
 static void reference_matches_finite_differences_of(const char *text) {
@@ -220,28 +208,7 @@ static void kernel_passes_on_flash_layout(void **state) {
 /* Random cases (kk_case_fuzz draws the lengths, zeros included). */
 static void fuzz_cases_pass(void **state) {
     (void)state;
-    const kk_op *op = kk_test_op(op_name);
-    int empty = 0, unequal = 0;
-    for (int i = 0; i < 40; i++) {
-        kk_case c;
-        kk_assert_ok(kk_case_fuzz(op, 42, i, KK_DIST_FULL, NULL, &c));
-        const int32_t *lq, *lk;
-        const int n = kk_op_params_list(&c.params, "seqlens_q", &lq);
-        assert_int_equal(kk_op_params_list(&c.params, "seqlens_k", &lk), n);
-        for (int s = 0; s < n; s++) {
-            empty += lq[s] == 0 || lk[s] == 0;
-            unequal += lq[s] != lk[s];
-        }
-        const kk_run_options o = {.device = "cpu"};
-        kk_case_result r;
-        kk_assert_ok(kk_case_run(&c, &o, &r));
-        if (r.status != KK_CASE_PASS) {
-            char text[1024];
-            kk_op_params_format(&c.params, text, sizeof text);
-            fail_msg("fuzz case %d (%s): %s", i, text, r.message);
-        }
-    }
-    assert_true(empty > 5 && unequal > 20); /* the draw covers what it should */
+    kk_test_varlen_fuzz_passes(op_name, 40);
 }
 
 /* ---- the packed batch is its sequences ---- */

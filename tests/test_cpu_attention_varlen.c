@@ -83,29 +83,7 @@ static void passes_at_every_level(void **state) {
 /* Random cases (kk_case_fuzz draws the lengths, zeros included). */
 static void fuzz_cases_pass(void **state) {
     (void)state;
-    const kk_op *op;
-    kk_assert_ok(kk_op_find("attention_varlen", &op));
-    int empty = 0, unequal = 0;
-    for (int i = 0; i < 60; i++) {
-        kk_case c;
-        kk_assert_ok(kk_case_fuzz(op, 42, i, KK_DIST_FULL, NULL, &c));
-        const int32_t *lq, *lk;
-        const int n = kk_op_params_list(&c.params, "seqlens_q", &lq);
-        assert_int_equal(kk_op_params_list(&c.params, "seqlens_k", &lk), n);
-        for (int s = 0; s < n; s++) {
-            empty += lq[s] == 0 || lk[s] == 0;
-            unequal += lq[s] != lk[s];
-        }
-        const kk_run_options o = {.device = "cpu"};
-        kk_case_result r;
-        kk_assert_ok(kk_case_run(&c, &o, &r));
-        if (r.status != KK_CASE_PASS) {
-            char text[1024];
-            kk_op_params_format(&c.params, text, sizeof text);
-            fail_msg("fuzz case %d (%s): %s", i, text, r.message);
-        }
-    }
-    assert_true(empty > 5 && unequal > 20); /* the draw covers what it should */
+    kk_test_varlen_fuzz_passes("attention_varlen", 60);
 }
 
 /* ---- the packed batch is its sequences ---- */

@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,4 +144,46 @@ kk_case_result kk_test_run_cpu_case(const char *op_name, const char *text, kk_op
     print_message("    %-5s %s  max_abs=%.3g rel_l2=%.3g %s\n", kk_case_status_name(r.status), text,
                   r.max_abs_err, r.rel_l2_err, r.message);
     return r;
+}
+
+double kk_test_fd_error(double (*loss)(void *ctx), void *ctx, double *x, const double *g,
+                        int64_t n) {
+    const double h = 1e-6;
+    double worst = 0.0, gmax = 0.0;
+    for (int64_t e = 0; e < n; e++) gmax = fmax(gmax, fabs(g[e]));
+    for (int64_t e = 0; e < n; e++) {
+        const double keep = x[e];
+        x[e] = keep + h;
+        const double lp = loss(ctx);
+        x[e] = keep - h;
+        const double lm = loss(ctx);
+        x[e] = keep;
+        worst = fmax(worst, fabs((lp - lm) / (2.0 * h) - g[e]) / fmax(gmax, 1e-3));
+    }
+    return worst;
+}
+
+void kk_test_varlen_fuzz_passes(const char *op, int count) {
+    const kk_op *row = kk_test_op(op);
+    int empty = 0, unequal = 0;
+    for (int i = 0; i < count; i++) {
+        kk_case c;
+        kk_assert_ok(kk_case_fuzz(row, 42, i, KK_DIST_FULL, NULL, &c));
+        const int32_t *lq, *lk;
+        const int n = kk_op_params_list(&c.params, "seqlens_q", &lq);
+        assert_int_equal(kk_op_params_list(&c.params, "seqlens_k", &lk), n);
+        for (int s = 0; s < n; s++) {
+            empty += lq[s] == 0 || lk[s] == 0;
+            unequal += lq[s] != lk[s];
+        }
+        const kk_run_options o = {.device = "cpu"};
+        kk_case_result r;
+        kk_assert_ok(kk_case_run(&c, &o, &r));
+        if (r.status != KK_CASE_PASS) {
+            char text[1024];
+            kk_op_params_format(&c.params, text, sizeof text);
+            fail_msg("%s fuzz case %d (%s): %s", op, i, text, r.message);
+        }
+    }
+    assert_true(empty > 5 && unequal > 20); /* the draw covers what it should */
 }

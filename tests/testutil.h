@@ -67,6 +67,16 @@ void kk_test_wrong_kernel_fails(const char *device, const char *op, const char *
  * *passed counts them), else SKIP saying the kernel "does not support" it. */
 void kk_test_expect_verdict(const kk_case *c, const kk_run_options *o, int in_kernel, int *passed);
 
+/* Largest |g - the central finite difference of loss(ctx)| over x[0..n)
+ * (step 1e-6), relative to the largest |g| (at least 1e-3): a reference
+ * gradient g of loss against x, checked. x is restored. */
+double kk_test_fd_error(double (*loss)(void *ctx), void *ctx, double *x, const double *g,
+                        int64_t n);
+
+/* `count` fuzz cases (seed 42) of the varlen op `op` pass on the CPU, and the
+ * draw covers empty sequences and unequal query and key lengths. */
+void kk_test_varlen_fuzz_passes(const char *op, int count);
+
 /* One case's tensors twice, on the CPU and on `device`, the inputs drawn on
  * the host from `seed` and copied to the device (outputs left as made): a
  * kernel's result compared with its CPU twin's on the same inputs. */
