@@ -518,22 +518,16 @@ static void test_plan(void **state) {
     kk_decoder_free(d);
     /* aggressive on the CPU: balanced's fusions with FP8 projections (the CPU
      * fp8_linear kernel), no graphs */
-    static const char *const fp8[] = {"input_norm",
-                                      "q_proj (fp8)",
-                                      "k_proj (fp8)",
-                                      "v_proj (fp8)",
-                                      "rope + kv append",
-                                      "attention",
-                                      "o_proj (fp8)",
-                                      "residual + post_norm",
-                                      "gate_up (fp8)",
-                                      "silu_mul",
-                                      "down_proj (fp8) + residual"};
+    static const char *const fp8[] = {
+        "input_norm",    "qkv_proj (fp8)", "rope + kv append",
+        "attention",     "o_proj (fp8)",   "residual + post_norm",
+        "gate_up (fp8)", "silu_mul",       "down_proj (fp8) + residual"};
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_AGGRESSIVE, 1, 8, &d));
-    expect_steps(d, fp8, 11);
+    expect_steps(d, fp8, 9);
     kk_assert_contains(kk_decoder_plan_text(d), "level aggressive");
     kk_assert_contains(kk_decoder_plan_text(d), "kk_fp8_linear");
     kk_assert_contains(kk_decoder_plan_text(d), "W_gate_up:fp8");
+    kk_assert_contains(kk_decoder_plan_text(d), "W_qkv:fp8"); /* x quantized once for q, k, v */
     kk_assert_contains(kk_decoder_plan_text(d), "128x128 block scales");
     kk_assert_contains(kk_decoder_plan_text(d), "cuda graphs: off (the CPU");
     printf("%s", kk_decoder_plan_text(d));

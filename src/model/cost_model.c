@@ -38,6 +38,7 @@ static work step_work(const kk__dstep *s, const kk_model_config *c, double e, in
     case KK__DB_W_UP: n = I; break;
     case KK__DB_W_DOWN: n = h, k = I; break;
     case KK__DB_W_GATE_UP: n = 2 * I; break;
+    case KK__DB_W_QKV: n = q + 2 * kv; break;
     default: break;
     }
     switch (s->op) {

@@ -55,6 +55,7 @@ static int64_t buf_elems(const kk_model_config *c, kk__dbuf b, int64_t T) {
     case KK__DB_U:
     case KK__DB_ACT: return T * c->intermediate_size;
     case KK__DB_GU: return 2 * T * c->intermediate_size;
+    case KK__DB_QKV: return T * (q + 2 * kv);
     default: return 0;
     }
 }
@@ -152,8 +153,12 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     const int64_t T = (int64_t)max_batch * max_seq;
     for (int b = 0; b < KK__DB_COUNT; b++) {
         int64_t n = buf_elems(&d->cfg, (kk__dbuf)b, T);
-        /* the fp8 plan's gate and up are one [T, 2I] buffer; the others' two */
-        if (d->plan.fp8 ? b == KK__DB_G || b == KK__DB_U : b == KK__DB_GU) n = 0;
+        /* the fp8 plan's gate and up are one [T, 2I] buffer, q, k, v one
+         * [T, (Hq+2Hkv)*D]; the others' separate */
+        const int fp8_only = b == KK__DB_GU || b == KK__DB_QKV;
+        const int not_fp8 =
+            b == KK__DB_G || b == KK__DB_U || b == KK__DB_QT || b == KK__DB_KT || b == KK__DB_VT;
+        if (d->plan.fp8 ? not_fp8 : fp8_only) n = 0;
         if (n && (st = kk_tensor_create(d->device, d->dtype, 1, &n, &d->buf[b])) != KK_OK)
             goto fail;
     }

@@ -3,7 +3,7 @@
  * device and configuration, and the projections quantized once at create to
  * e4m3 with 128x128 block scales (kk_quantize's KK_SCALE_128X128, what
  * kk_fp8_linear's block scaling takes, the only scaling its CUDA kernel runs),
- * gate and up stacked into one weight. The bf16 projections are then not
+ * q, k and v stacked into one weight, gate and up into another. The bf16 projections are then not
  * placed: on a GPU the device holds only the codes and scales. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,23 +97,40 @@ static kk_status quantize_to(const kk_decoder *d, const kk_tensor *w, kk_qtensor
     return st;
 }
 
-/* gate [I,K] and up [I,K] stacked into [2I,K] on the host, in their dtype. */
-static kk_status stack(const kk_tensor *gate, const kk_tensor *up, kk_tensor **out) {
-    const int64_t I = gate->shape[0];
-    kk_tensor *t = NULL, *half = NULL;
-    kk_status st = kk_tensor_create("cpu", gate->dtype, 2, (int64_t[]){2 * I, gate->shape[1]}, &t);
-    if (st == KK_OK) st = kk_tensor_slice(t, 0, 0, I, 1, &half);
-    if (st == KK_OK) st = kk_tensor_copy(half, gate);
-    kk_tensor_destroy(half), half = NULL;
-    if (st == KK_OK && up->dtype != gate->dtype)
-        st = kk__arg_error(KK_ERR_UNSUPPORTED, "kk_decoder_create", "up_proj dtype",
-                           kk_dtype_name(gate->dtype), "%s (gate_proj's differs)",
-                           kk_dtype_name(up->dtype));
-    if (st == KK_OK) st = kk_tensor_slice(t, 0, I, 2 * I, 1, &half);
-    if (st == KK_OK) st = kk_tensor_copy(half, up);
-    kk_tensor_destroy(half);
+/* parts[0..n) ([N_i,K], one dtype) stacked into [sum N_i, K] on the host. */
+static kk_status stack(const kk_tensor *const *parts, const char *const *names, int n,
+                       kk_tensor **out) {
+    int64_t rows = 0;
+    for (int x = 0; x < n; x++) rows += parts[x]->shape[0];
+    kk_tensor *t = NULL;
+    kk_status st =
+        kk_tensor_create("cpu", parts[0]->dtype, 2, (int64_t[]){rows, parts[0]->shape[1]}, &t);
+    for (int x = 0, r = 0; st == KK_OK && x < n; r += (int)parts[x]->shape[0], x++) {
+        if (parts[x]->dtype != parts[0]->dtype) {
+            char what[48];
+            snprintf(what, sizeof what, "%s dtype", names[x]);
+            st = kk__arg_error(KK_ERR_UNSUPPORTED, "kk_decoder_create", what,
+                               kk_dtype_name(parts[0]->dtype), "%s (%s's differs)",
+                               kk_dtype_name(parts[x]->dtype), names[0]);
+            break;
+        }
+        kk_tensor *rows_x = NULL;
+        st = kk_tensor_slice(t, 0, r, r + parts[x]->shape[0], 1, &rows_x);
+        if (st == KK_OK) st = kk_tensor_copy(rows_x, parts[x]);
+        kk_tensor_destroy(rows_x);
+    }
     if (st != KK_OK) kk_tensor_destroy(t), t = NULL;
     *out = t;
+    return st;
+}
+
+/* parts stacked, then quantized into q. */
+static kk_status quantize_stacked(const kk_decoder *d, const kk_tensor *const *parts,
+                                  const char *const *names, int n, kk_qtensor *q) {
+    kk_tensor *w = NULL;
+    kk_status st = stack(parts, names, n, &w);
+    if (st == KK_OK) st = quantize_to(d, w, q);
+    kk_tensor_destroy(w);
     return st;
 }
 
@@ -124,19 +141,14 @@ kk_status kk__dfp8_place(kk_decoder *d, int64_t layer, const kk_model_layer *l) 
             return kk__error(KK_ERR_OUT_OF_MEMORY, "kk_decoder_create", "host allocation failed");
     }
     kk_qtensor *q = &d->fp8w[layer * KK__DFP8_WEIGHTS];
-    const kk_tensor *w[KK__DFP8_WEIGHTS] = {l->q_proj, l->k_proj, l->v_proj,
-                                            l->o_proj, NULL,      l->down_proj};
-    kk_status st = KK_OK;
-    for (int k = 0; st == KK_OK && k < KK__DFP8_WEIGHTS; k++) {
-        if (w[k]) {
-            st = quantize_to(d, w[k], &q[k]);
-            continue;
-        }
-        kk_tensor *gu = NULL;
-        st = stack(l->gate_proj, l->up_proj, &gu);
-        if (st == KK_OK) st = quantize_to(d, gu, &q[k]);
-        kk_tensor_destroy(gu);
-    }
+    static const char *const qkv_names[] = {"q_proj", "k_proj", "v_proj"};
+    static const char *const gu_names[] = {"gate_proj", "up_proj"};
+    const kk_tensor *qkv[] = {l->q_proj, l->k_proj, l->v_proj};
+    const kk_tensor *gu[] = {l->gate_proj, l->up_proj};
+    kk_status st = quantize_stacked(d, qkv, qkv_names, 3, &q[kk__dfp8_slot(KK__DB_W_QKV)]);
+    if (st == KK_OK) st = quantize_to(d, l->o_proj, &q[kk__dfp8_slot(KK__DB_W_O)]);
+    if (st == KK_OK) st = quantize_stacked(d, gu, gu_names, 2, &q[kk__dfp8_slot(KK__DB_W_GATE_UP)]);
+    if (st == KK_OK) st = quantize_to(d, l->down_proj, &q[kk__dfp8_slot(KK__DB_W_DOWN)]);
     return st;
 }
 

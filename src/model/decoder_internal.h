@@ -55,6 +55,7 @@ typedef enum kk__dbuf {
     KK__DB_ACT,     /* silu(gate) * up [T,I] */
     KK__DB_SCRATCH, /* the discarded norm of KK__DS_ADD [T,hidden] */
     KK__DB_GU,      /* gate and up side by side [T,2I] (the fp8 plan's fused projection) */
+    KK__DB_QKV,     /* q, k, v side by side [T,(Hq+2Hkv)*D] (the fp8 plan's fused projection) */
     KK__DB_W_Q,
     KK__DB_W_K,
     KK__DB_W_V,
@@ -65,6 +66,7 @@ typedef enum kk__dbuf {
     KK__DB_W_IN_NORM,
     KK__DB_W_POST_NORM,
     KK__DB_W_GATE_UP, /* fp8 only: W_gate and W_up stacked [2I,hidden] */
+    KK__DB_W_QKV,     /* fp8 only: W_q, W_k and W_v stacked [(Hq+2Hkv)*D,hidden] */
     KK__DB_COUNT
 } kk__dbuf;
 
@@ -104,9 +106,9 @@ char *kk__dplan_text(const kk__dplan *plan, const kk_model_config *cfg, const ch
                      kk_dtype dtype);
 
 #define KK__DLAYER_WEIGHTS 9
-/* The fp8 plan's weights per layer: q, k, v, o, gate_up, down (kk_qtensor:
- * e4m3 codes and 128x128 block scales, quantized once at create). */
-#define KK__DFP8_WEIGHTS 6
+/* The fp8 plan's weights per layer: qkv, o, gate_up, down (kk_qtensor: e4m3
+ * codes and 128x128 block scales, quantized once at create). */
+#define KK__DFP8_WEIGHTS 4
 
 /* The fp8 weight slot (0 .. KK__DFP8_WEIGHTS - 1) of weight id `w`, -1 if none. */
 int kk__dfp8_slot(kk__dbuf w);

@@ -50,6 +50,7 @@ const char *kk__dbuf_name(kk__dbuf b) {
         [KK__DB_ACT] = "act",
         [KK__DB_SCRATCH] = "scratch",
         [KK__DB_GU] = "gate_up",
+        [KK__DB_QKV] = "qkv",
         [KK__DB_W_Q] = "W_q",
         [KK__DB_W_K] = "W_k",
         [KK__DB_W_V] = "W_v",
@@ -60,6 +61,7 @@ const char *kk__dbuf_name(kk__dbuf b) {
         [KK__DB_W_IN_NORM] = "w_input_norm",
         [KK__DB_W_POST_NORM] = "w_post_norm",
         [KK__DB_W_GATE_UP] = "W_gate_up",
+        [KK__DB_W_QKV] = "W_qkv",
     };
     return (unsigned)b < KK__DB_COUNT ? names[b] : "?";
 }
@@ -72,12 +74,10 @@ static void add(kk__dplan *p, const char *name, kk__dstep_op op, kk__dbuf i0, kk
 
 int kk__dfp8_slot(kk__dbuf w) {
     switch (w) {
-    case KK__DB_W_Q: return 0;
-    case KK__DB_W_K: return 1;
-    case KK__DB_W_V: return 2;
-    case KK__DB_W_O: return 3;
-    case KK__DB_W_GATE_UP: return 4;
-    case KK__DB_W_DOWN: return 5;
+    case KK__DB_W_QKV: return 0;
+    case KK__DB_W_O: return 1;
+    case KK__DB_W_GATE_UP: return 2;
+    case KK__DB_W_DOWN: return 3;
     default: return -1;
     }
 }
@@ -93,8 +93,10 @@ int kk__dstep_capturable(const kk__dstep *s) {
 }
 
 /* The aggressive level's FP8 plan: balanced's fusions with the projections as
- * kk_fp8_linear (gate and up stacked into one weight, then kk_silu_mul on the
- * packed [T, 2I] output; down_proj's residual in fp8_linear's epilogue). */
+ * kk_fp8_linear (q, k and v stacked into one weight, so x is quantized once
+ * for the three, and rope_kv_append reads the packed [T, (Hq+2Hkv)*D] rows;
+ * gate and up stacked into one weight, then kk_silu_mul on the packed [T, 2I]
+ * output; down_proj's residual in fp8_linear's epilogue). */
 static void build_fp8(kk__dplan *p);
 
 #define N KK__DB_NONE
@@ -146,11 +148,9 @@ void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *p) {
 static void build_fp8(kk__dplan *p) {
     p->fp8 = 1;
     add(p, "input_norm", KK__DS_RMSNORM, KK__DB_RES, KK__DB_W_IN_NORM, N, N, KK__DB_XN, N, N);
-    add(p, "q_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
-    add(p, "k_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_K, N, N, KK__DB_KT, N, N);
-    add(p, "v_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_V, N, N, KK__DB_VT, N, N);
-    add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QT, KK__DB_KT, KK__DB_VT, N, KK__DB_QR,
-        KK__DB_KC, KK__DB_VC);
+    add(p, "qkv_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_QKV, N, N, KK__DB_QKV, N, N);
+    add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QKV, N, N, N, KK__DB_QR, KK__DB_KC,
+        KK__DB_VC);
     add(p, "attention", KK__DS_ATTENTION, KK__DB_QR, KK__DB_KC, KK__DB_VC, N, KK__DB_OT, N, N);
     add(p, "o_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_OT, KK__DB_W_O, N, N, KK__DB_A, N, N);
     add(p, "residual + post_norm", KK__DS_ADD_RMSNORM, KK__DB_A, KK__DB_RES, KK__DB_W_POST_NORM, N,

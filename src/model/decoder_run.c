@@ -58,6 +58,25 @@ static kk_status heads_view(views *v, kk_tensor *tok, int64_t B, int64_t S, int6
     return st;
 }
 
+/* A [T, (Hq+2Hkv)*D] buffer (q, k, v side by side per token) seen as q
+ * [B,Hq,S,D], k and v [B,Hkv,S,D] (strided: its memory is [B,S,Hq+2Hkv,D]). */
+static kk_status qkv_heads_views(views *v, kk_tensor *tok, int64_t B, int64_t S, int64_t hq,
+                                 int64_t hkv, int64_t D, kk_tensor **q, kk_tensor **k,
+                                 kk_tensor **val) {
+    kk_tensor *bshd = NULL;
+    kk_status st = shaped(v, tok, 4, (int64_t[]){B, S, hq + 2 * hkv, D}, &bshd);
+    const int64_t from[3] = {0, hq, hq + hkv}, to[3] = {hq, hq + hkv, hq + 2 * hkv};
+    kk_tensor **out[3] = {q, k, val};
+    for (int x = 0; x < 3; x++) {
+        kk_tensor *part = NULL, *t = NULL;
+        if (st == KK_OK) st = kk_tensor_slice(bshd, 2, from[x], to[x], 1, &part);
+        keep(v, part);
+        if (st == KK_OK) st = kk_tensor_transpose(part, 1, 2, &t);
+        *out[x] = keep(v, t);
+    }
+    return st;
+}
+
 /* Cache rows [from, to) of sequences b0 .. b0 + B - 1: [B,Hkv,to-from,D]. */
 static kk_status cache_rows(views *v, kk_tensor *cache, int64_t b0, int64_t B, int64_t from,
                             int64_t to, kk_tensor **out) {
@@ -144,10 +163,14 @@ static kk_status run_step(call *c, int64_t layer, const kk__dstep *s) {
     }
     case KK__DS_ROPE_KV: { /* q, k, v: the projections' rows, [B,S,H,D] seen as [B,H,S,D] */
         kk_tensor *kb = NULL, *vb = NULL, *lens = NULL, *qh = NULL, *kh = NULL, *vh = NULL;
-        const int64_t hkv = cfg->num_key_value_heads;
-        st = heads_view(c->v, i0, B, S, cfg->num_attention_heads, D, &qh);
-        if (st == KK_OK) st = heads_view(c->v, i1, B, S, hkv, D, &kh);
-        if (st == KK_OK) st = heads_view(c->v, i2, B, S, hkv, D, &vh);
+        const int64_t hq = cfg->num_attention_heads, hkv = cfg->num_key_value_heads;
+        if (s->in[0] == KK__DB_QKV) {
+            st = qkv_heads_views(c->v, i0, B, S, hq, hkv, D, &qh, &kh, &vh);
+        } else {
+            st = heads_view(c->v, i0, B, S, hq, D, &qh);
+            if (st == KK_OK) st = heads_view(c->v, i1, B, S, hkv, D, &kh);
+            if (st == KK_OK) st = heads_view(c->v, i2, B, S, hkv, D, &vh);
+        }
         if (st == KK_OK) st = cache_rows(c->v, kc, c->b0, B, 0, kc->shape[2], &kb);
         if (st == KK_OK) st = cache_rows(c->v, vc, c->b0, B, 0, vc->shape[2], &vb);
         if (st == KK_OK)
@@ -247,11 +270,12 @@ static kk_status make_views(call *c) {
         st = shaped_at(c->v, base, c->t0 * width, ndim, shape, &c->act[b]);
     }
     /* buffers the loop skipped (its default); a plan's unused ones are NULL */
-    for (int b = KK__DB_OT; st == KK_OK && b <= KK__DB_GU; b++) {
+    for (int b = KK__DB_OT; st == KK_OK && b <= KK__DB_QKV; b++) {
         if (c->act[b] || !buf[b]) continue;
         int64_t n = b == KK__DB_OT                           ? hq * D
                     : (b == KK__DB_A || b == KK__DB_SCRATCH) ? cfg->hidden_size
                     : b == KK__DB_GU                         ? 2 * cfg->intermediate_size
+                    : b == KK__DB_QKV                        ? (hq + 2 * hkv) * D
                                                              : cfg->intermediate_size;
         st = shaped_at(c->v, buf[b], c->t0 * n, 2, (int64_t[]){T, n}, &c->act[b]);
     }
