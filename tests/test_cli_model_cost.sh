@@ -24,9 +24,9 @@ run=("$cli" model "$model" -b 2 -p 5 -n 2 --profile-time 0.05)
 q='^ +2  q_proj +kk_linear +1 +0\.02048 +0\.006656 '
 check no-ceilings 0 "No ceilings stored for cpu: run .kernelkit calibrate"   -- "${run[@]}"
 "${run[@]}" >"$tmp/plain.txt" 2>&1 # one run, several checks
-check no-pred     0 "^ +6  attention +kk_attention +1 +0\.00384 .* - +[0-9.]+ +[0-9.]+% +- *$" -- cat "$tmp/plain.txt"
+check no-pred     0 "^ +4  attention +kk_attention +1 +0\.00384 .* - +[0-9.]+ +[0-9.]+% +- *$" -- cat "$tmp/plain.txt"
 check work        0 "$q"                                                     -- cat "$tmp/plain.txt"
-check decode-attn 0 "^ +6  attention +kk_attention +1 +0\.001536 "           -- cat "$tmp/plain.txt"
+check decode-attn 0 "^ +4  attention +kk_attention +1 +0\.001536 "           -- cat "$tmp/plain.txt"
 check skipped     0 "^ +5  layout q +kk_tensor_copy +0 +0 +0 +- +- +- +- +- *$" -- cat "$tmp/plain.txt"
 check speedup-m   0 "^prefill speedup of balanced over conservative: measured [0-9.]+x, predicted -" -- cat "$tmp/plain.txt"
 check floor       0 "launch floor: [0-9.]+ us per op call \(measured"        -- cat "$tmp/plain.txt"
@@ -53,14 +53,14 @@ out=$("$cli" model "$model" --no-profile 2>&1)
 if grep -q "profile, level" <<<"$out"; then echo "FAIL no-profile: profiled"; fails=$((fails + 1)); fi
 
 # the results file and the report
-check output      0 "wrote 54 step benchmark\(s\) to"   -- "${run[@]}" --output "$tmp/r.json" --report "$tmp/r.md"
+check output      0 "wrote 50 step benchmark\(s\) to"   -- "${run[@]}" --output "$tmp/r.json" --report "$tmp/r.md"
 check json-model  0 '"phases":'                         -- cat "$tmp/r.json"
-check json-step   0 '"name":	"model/balanced/prefill/02 q_proj"' -- cat "$tmp/r.json"
+check json-step   0 '"name":	"model/balanced/prefill/02 qkv_proj"' -- cat "$tmp/r.json"
 check json-flops  0 '"flops":	3840,'                  -- cat "$tmp/r.json"
 check json-speed  0 '"speedups":'                       -- cat "$tmp/r.json"
 check read-back   0 "wrote $tmp/rep.md"                  -- "$cli" report "$tmp/r.json" --output "$tmp/rep.md"
 check md-phase    0 "^## prefill: balanced, B=2 S=5 after 0 cached, 1 layers, f32 on cpu" -- cat "$tmp/r.md"
-check md-row      0 "^\| 6 \| attention \| .kk_attention. \| 1 \| 0\.00384 \|" -- cat "$tmp/r.md"
+check md-row      0 "^\| 4 \| attention \| .kk_attention. \| 1 \| 0\.00384 \|" -- cat "$tmp/r.md"
 check md-speedup  0 "^\| decode \| balanced \| [0-9.]+x \| [0-9.]+x \|" -- cat "$tmp/r.md"
 
 # a wrong cost is caught: attention without the causal halving (7680 FLOPs)

@@ -166,9 +166,10 @@ static void decode_costs_match_the_hand_values(void **state) {
     /* B=1, S=1 after 7 cached */
     kk_assert_ok(kk_decoder_predict(d, 1, 1, 7, &g_ceil, 1e-6, &c));
     const want w[] = {
-        /* 2*64*64; x + W read (16640 B) against 256 written: read ceiling,
-         * 16896 / 2e9 = 8.448 us over 8.192 us of FLOPs */
-        {"q_proj", 1, 8192, 16640, 256, KK_CEILING_READ, "memory", 16896 / 2e9 + 1e-6},
+        /* q, k, v stacked (N = 64 + 2*32): 2*128*64; x + W read (33024 B)
+         * against 512 written: read ceiling, 33536 / 2e9 = 16.768 us over
+         * 16.384 us of FLOPs */
+        {"qkv_proj", 1, 16384, 33024, 512, KK_CEILING_READ, "memory", 33536 / 2e9 + 1e-6},
         /* 8 keys (7 cached + itself): 4*1*4*16*8; q and 8 rows of k and v */
         {"attention", 1, 2048, 2304, 256, KK_CEILING_READ, "compute", 2048 / 1e9 + 1e-6},
         /* gate and up: 4*T*I*h + 5*T*I FLOPs; x and both weights read */
@@ -182,7 +183,7 @@ static void decode_costs_match_the_hand_values(void **state) {
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) bad += mismatches(&c, &w[i]);
     assert_int_equal(bad, 0);
     /* balanced reads q, k, v through strides: no layout step at all */
-    assert_int_equal(c.nsteps, 10);
+    assert_int_equal(c.nsteps, 8);
     for (int i = 0; i < c.nsteps; i++) assert_null(strstr(c.steps[i].name, "layout"));
     /* no copy ceiling stored: the read one stands in; no ceilings at all: work only */
     kk_bench_ceilings read_only = g_ceil;
@@ -190,8 +191,8 @@ static void decode_costs_match_the_hand_values(void **state) {
     kk_assert_ok(kk_decoder_predict(d, 1, 1, 7, &read_only, 0, &c));
     assert_true(fabs(step(&c, "rope + kv append")->predicted_s - 1024 / 2e9) < 1e-18);
     kk_assert_ok(kk_decoder_predict(d, 1, 1, 7, NULL, 0, &c));
-    assert_true(c.predicted_s == -1 && step(&c, "q_proj")->predicted_s == -1);
-    assert_true(step(&c, "q_proj")->flops == 8192 && step(&c, "q_proj")->bound[0] == '\0');
+    assert_true(c.predicted_s == -1 && step(&c, "qkv_proj")->predicted_s == -1);
+    assert_true(step(&c, "qkv_proj")->flops == 16384 && step(&c, "qkv_proj")->bound[0] == '\0');
     /* errors name the argument */
     kk_assert_status(kk_decoder_predict(d, 0, 1, 0, NULL, 0, &c), KK_ERR_INVALID_ARGUMENT);
     kk_assert_contains(kk_last_error_message(), "batch = 0");

@@ -491,16 +491,9 @@ static void test_plan(void **state) {
         "input_norm", "q_proj",    "k_proj",         "v_proj",    "layout q",  "layout k",
         "rope q",     "rope k",    "kv cache write", "attention", "o_proj",    "residual",
         "post_norm",  "gate_proj", "up_proj",        "silu_mul",  "down_proj", "residual"};
-    static const char *const bal[] = {"input_norm",
-                                      "q_proj",
-                                      "k_proj",
-                                      "v_proj",
-                                      "rope + kv append",
-                                      "attention",
-                                      "o_proj",
-                                      "residual + post_norm",
-                                      "gate_up + silu_mul",
-                                      "down_proj + residual"};
+    static const char *const bal[] = {
+        "input_norm",           "qkv_proj",           "rope + kv append",    "attention", "o_proj",
+        "residual + post_norm", "gate_up + silu_mul", "down_proj + residual"};
     kk_decoder *d;
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_CONSERVATIVE, 1, 8, &d));
     expect_steps(d, cons, 18);
@@ -509,7 +502,7 @@ static void test_plan(void **state) {
     printf("%s", kk_decoder_plan_text(d));
     kk_decoder_free(d);
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_BALANCED, 1, 8, &d));
-    expect_steps(d, bal, 10);
+    expect_steps(d, bal, 8);
     kk_assert_contains(kk_decoder_plan_text(d), "kk_rope_kv_append");
     kk_assert_contains(kk_decoder_plan_text(d), "kk_swiglu");
     kk_assert_contains(kk_decoder_plan_text(d), "kk_linear_residual");
@@ -541,7 +534,7 @@ static void test_plan(void **state) {
     setenv("KK_FP8", "0", 1);
     kk_assert_ok(kk_decoder_create(m, "cpu", KK_OPT_AGGRESSIVE, 1, 8, &d));
     unsetenv("KK_FP8");
-    expect_steps(d, bal, 10);
+    expect_steps(d, bal, 8);
     kk_assert_contains(kk_decoder_plan_text(d), "fp8: off (hardware.nvidia.fp8_enabled is off");
     kk_decoder_free(d);
     kk_model_close(m);

@@ -87,7 +87,7 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     d->max_batch = max_batch, d->max_seq = max_seq;
     d->tp_size = 1;
     d->layers = d->cfg.num_hidden_layers;
-    kk__dplan_build(level, 0, &d->plan);
+    kk__dplan_build(level, 0, kk_comm_size(comm) > 1, &d->plan);
     kk_model_layer l0;
     if ((st = kk_model_layer_weights(model, 0, &l0)) != KK_OK) goto fail;
     d->dtype = l0.q_proj->dtype;
@@ -107,7 +107,7 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
         int fp8 = 0, graphs = 0;
         const char *fp8_why = NULL, *graphs_why = NULL;
         kk__dlevel_choose(d, level, comm != NULL, &fp8, &graphs, &fp8_why, &graphs_why);
-        if (fp8) kk__dplan_build(level, 1, &d->plan);
+        if (fp8) kk__dplan_build(level, 1, 0, &d->plan);
         d->plan.graphs = graphs;
         d->plan.fp8_why = fp8_why, d->plan.graphs_why = graphs_why;
     }
@@ -124,19 +124,37 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     for (int64_t i = 0; i < d->layers; i++) {
         kk_model_layer l;
         if ((st = kk_model_layer_weights(model, i, &l)) != KK_OK) goto fail;
-        const kk_tensor *w[KK__DLAYER_WEIGHTS] = {
+        const kk_tensor *w[KK__DLAYER_FILE_WEIGHTS] = {
             l.q_proj,    l.k_proj,          l.v_proj,
             l.o_proj,    l.gate_proj,       l.up_proj,
             l.down_proj, l.input_layernorm, l.post_attention_layernorm};
         if (d->plan.fp8 && (st = kk__dfp8_place(d, i, &l)) != KK_OK) goto fail;
-        for (int k = 0; k < KK__DLAYER_WEIGHTS; k++) {
+        kk_tensor *qkv[3] = {NULL, NULL, NULL}; /* plan.qkv: q, k, v (this rank's) to stack */
+        for (int k = 0; st == KK_OK && k < KK__DLAYER_FILE_WEIGHTS; k++) {
             if (kk__dweight_is_fp8(d, k)) continue; /* held as fp8 only */
             kk_tensor *part = NULL; /* this rank's shard of the weight (decoder_tp.c) */
-            if (d->comm && (st = kk__dtp_weight(func, d, k, w[k], &part)) != KK_OK) goto fail;
+            if (d->comm && (st = kk__dtp_weight(func, d, k, w[k], &part)) != KK_OK) break;
+            if (d->plan.qkv && k <= 2) { /* placed stacked, below */
+                qkv[k] = part;
+                continue;
+            }
             st = place_weight(func, d, part ? part : w[k], &d->weights[i * KK__DLAYER_WEIGHTS + k]);
             kk_tensor_destroy(part);
-            if (st != KK_OK) goto fail;
         }
+        if (st == KK_OK && d->plan.qkv && !d->plan.fp8) {
+            static const char *const names[] = {"q_proj", "k_proj", "v_proj"};
+            const kk_tensor *parts[3] = {qkv[0] ? qkv[0] : w[0], qkv[1] ? qkv[1] : w[1],
+                                         qkv[2] ? qkv[2] : w[2]};
+            kk_tensor *stacked = NULL;
+            st = kk__dstack_rows(parts, names, 3, &stacked);
+            if (st == KK_OK)
+                st =
+                    place_weight(func, d, stacked,
+                                 &d->weights[i * KK__DLAYER_WEIGHTS + (KK__DB_W_QKV - KK__DB_W_Q)]);
+            kk_tensor_destroy(stacked);
+        }
+        for (int k = 0; k < 3; k++) kk_tensor_destroy(qkv[k]);
+        if (st != KK_OK) goto fail;
         if ((st = kk_tensor_create(d->device, d->dtype, 4, cache_shape, &d->k_cache[i])) != KK_OK ||
             (st = kk_tensor_create(d->device, d->dtype, 4, cache_shape, &d->v_cache[i])) != KK_OK)
             goto fail;
@@ -153,12 +171,11 @@ kk_status kk__decoder_create(const char *func, const kk_model *model, const char
     const int64_t T = (int64_t)max_batch * max_seq;
     for (int b = 0; b < KK__DB_COUNT; b++) {
         int64_t n = buf_elems(&d->cfg, (kk__dbuf)b, T);
-        /* the fp8 plan's gate and up are one [T, 2I] buffer, q, k, v one
-         * [T, (Hq+2Hkv)*D]; the others' separate */
-        const int fp8_only = b == KK__DB_GU || b == KK__DB_QKV;
-        const int not_fp8 =
-            b == KK__DB_G || b == KK__DB_U || b == KK__DB_QT || b == KK__DB_KT || b == KK__DB_VT;
-        if (d->plan.fp8 ? not_fp8 : fp8_only) n = 0;
+        /* the fp8 plan's gate and up are one [T, 2I] buffer, the others' two;
+         * with plan.qkv q, k, v are one [T, (Hq+2Hkv)*D] */
+        if (d->plan.fp8 ? b == KK__DB_G || b == KK__DB_U : b == KK__DB_GU) n = 0;
+        if (d->plan.qkv ? b == KK__DB_QT || b == KK__DB_KT || b == KK__DB_VT : b == KK__DB_QKV)
+            n = 0;
         if (n && (st = kk_tensor_create(d->device, d->dtype, 1, &n, &d->buf[b])) != KK_OK)
             goto fail;
     }

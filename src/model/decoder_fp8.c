@@ -97,9 +97,8 @@ static kk_status quantize_to(const kk_decoder *d, const kk_tensor *w, kk_qtensor
     return st;
 }
 
-/* parts[0..n) ([N_i,K], one dtype) stacked into [sum N_i, K] on the host. */
-static kk_status stack(const kk_tensor *const *parts, const char *const *names, int n,
-                       kk_tensor **out) {
+kk_status kk__dstack_rows(const kk_tensor *const *parts, const char *const *names, int n,
+                          kk_tensor **out) {
     int64_t rows = 0;
     for (int x = 0; x < n; x++) rows += parts[x]->shape[0];
     kk_tensor *t = NULL;
@@ -128,7 +127,7 @@ static kk_status stack(const kk_tensor *const *parts, const char *const *names, 
 static kk_status quantize_stacked(const kk_decoder *d, const kk_tensor *const *parts,
                                   const char *const *names, int n, kk_qtensor *q) {
     kk_tensor *w = NULL;
-    kk_status st = stack(parts, names, n, &w);
+    kk_status st = kk__dstack_rows(parts, names, n, &w);
     if (st == KK_OK) st = quantize_to(d, w, q);
     kk_tensor_destroy(w);
     return st;

@@ -55,7 +55,7 @@ typedef enum kk__dbuf {
     KK__DB_ACT,     /* silu(gate) * up [T,I] */
     KK__DB_SCRATCH, /* the discarded norm of KK__DS_ADD [T,hidden] */
     KK__DB_GU,      /* gate and up side by side [T,2I] (the fp8 plan's fused projection) */
-    KK__DB_QKV,     /* q, k, v side by side [T,(Hq+2Hkv)*D] (the fp8 plan's fused projection) */
+    KK__DB_QKV,     /* q, k, v side by side [T,(Hq+2Hkv)*D] (plan.qkv's fused projection) */
     KK__DB_W_Q,
     KK__DB_W_K,
     KK__DB_W_V,
@@ -66,7 +66,7 @@ typedef enum kk__dbuf {
     KK__DB_W_IN_NORM,
     KK__DB_W_POST_NORM,
     KK__DB_W_GATE_UP, /* fp8 only: W_gate and W_up stacked [2I,hidden] */
-    KK__DB_W_QKV,     /* fp8 only: W_q, W_k and W_v stacked [(Hq+2Hkv)*D,hidden] */
+    KK__DB_W_QKV,     /* W_q, W_k and W_v stacked [(Hq+2Hkv)*D,hidden] (plan.qkv) */
     KK__DB_COUNT
 } kk__dbuf;
 
@@ -88,12 +88,15 @@ typedef struct kk__dplan {
     /* aggressive only: FP8 projections (kk_fp8_linear, weights quantized at
      * load) and CUDA graphs of the decode step; `why` says why one is off */
     int fp8, graphs;
+    /* balanced and aggressive: q, k, v one projection (W_qkv, the qkv buffer) */
+    int qkv;
     const char *fp8_why, *graphs_why;
 } kk__dplan;
 
 /* The plan of one decoder layer at `level`; with fp8 (aggressive only) the
- * projections are kk_fp8_linear steps. */
-void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *plan);
+ * projections are kk_fp8_linear steps. tp (a tensor-parallel rank): q, k, v
+ * stay three projections (later work: each rank's stacked shard). */
+void kk__dplan_build(kk_opt_level level, int fp8, int tp, kk__dplan *plan);
 
 /* The op a step calls, as the plan text names it ("kk_linear", ...). */
 const char *kk__dstep_op_name(kk__dstep_op op);
@@ -105,7 +108,11 @@ const char *kk__dbuf_name(kk__dbuf b);
 char *kk__dplan_text(const kk__dplan *plan, const kk_model_config *cfg, const char *device,
                      kk_dtype dtype);
 
-#define KK__DLAYER_WEIGHTS 9
+/* A layer's weights by id - KK__DB_W_Q: the file's nine (q, k, v, o, gate,
+ * up, down, the two norms), then W_gate_up (fp8 only: never placed) and
+ * W_qkv (q, k, v stacked, for plans with qkv: placed instead of the three). */
+#define KK__DLAYER_FILE_WEIGHTS 9
+#define KK__DLAYER_WEIGHTS 11
 /* The fp8 plan's weights per layer: qkv, o, gate_up, down (kk_qtensor: e4m3
  * codes and 128x128 block scales, quantized once at create). */
 #define KK__DFP8_WEIGHTS 4
@@ -121,7 +128,7 @@ struct kk_decoder {
     kk__dplan plan;
     char *plan_text;
     int64_t layers;
-    /* per layer: the weights in the order KK__DB_W_Q .. KK__DB_W_POST_NORM,
+    /* per layer: the weights in the order KK__DB_W_Q .. KK__DB_W_QKV (KK__DLAYER_WEIGHTS),
      * then the caches */
     kk_tensor **weights; /* [layers * KK__DLAYER_WEIGHTS]; the fp8 plan's projections NULL */
     kk_qtensor *fp8w;    /* [layers * KK__DFP8_WEIGHTS] with plan.fp8, else NULL */
@@ -214,6 +221,10 @@ void kk__dfp8_free(kk_decoder *d);
 
 /* Whether layer weight k (KK__DB_W_Q + k order) is held as fp8 instead of
  * being placed (a projection of an fp8 plan). */
+/* parts[0..n) ([N_i,K], one dtype; names for errors) stacked into a host
+ * [sum N_i, K] tensor. */
+kk_status kk__dstack_rows(const kk_tensor *const *parts, const char *const *names, int n,
+                          kk_tensor **out);
 int kk__dweight_is_fp8(const kk_decoder *d, int k);
 
 /* ---- CUDA graphs of the decode step (decoder_graph.c) ---- */

@@ -100,7 +100,7 @@ int kk__dstep_capturable(const kk__dstep *s) {
 static void build_fp8(kk__dplan *p);
 
 #define N KK__DB_NONE
-void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *p) {
+void kk__dplan_build(kk_opt_level level, int fp8, int tp, kk__dplan *p) {
     memset(p, 0, sizeof *p);
     p->level = level;
     if (level == KK_OPT_AGGRESSIVE && fp8) {
@@ -109,13 +109,20 @@ void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *p) {
     }
     const int fused = level != KK_OPT_CONSERVATIVE;
     add(p, "input_norm", KK__DS_RMSNORM, KK__DB_RES, KK__DB_W_IN_NORM, N, N, KK__DB_XN, N, N);
-    add(p, "q_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
-    add(p, "k_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_K, N, N, KK__DB_KT, N, N);
-    add(p, "v_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_V, N, N, KK__DB_VT, N, N);
-    if (fused) { /* the projections' [B,S,H,D] rows read through strides: no layout copy */
+    if (fused && !tp) { /* one q/k/v projection, its [B,S,H,D] rows read through strides */
+        p->qkv = 1;
+        add(p, "qkv_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_QKV, N, N, KK__DB_QKV, N, N);
+        add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QKV, N, N, N, KK__DB_QR, KK__DB_KC,
+            KK__DB_VC);
+    } else {
+        add(p, "q_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_Q, N, N, KK__DB_QT, N, N);
+        add(p, "k_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_K, N, N, KK__DB_KT, N, N);
+        add(p, "v_proj", KK__DS_LINEAR, KK__DB_XN, KK__DB_W_V, N, N, KK__DB_VT, N, N);
+    }
+    if (fused && tp) { /* the projections' [B,S,H,D] rows read through strides */
         add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QT, KK__DB_KT, KK__DB_VT, N, KK__DB_QR,
             KK__DB_KC, KK__DB_VC);
-    } else {
+    } else if (!fused) {
         add(p, "layout q", KK__DS_LAYOUT, KK__DB_QT, N, N, N, KK__DB_Q, N, N);
         add(p, "layout k", KK__DS_LAYOUT, KK__DB_KT, N, N, N, KK__DB_K, N, N);
         add(p, "rope q", KK__DS_ROPE, KK__DB_Q, N, N, N, KK__DB_QR, N, N);
@@ -146,7 +153,7 @@ void kk__dplan_build(kk_opt_level level, int fp8, kk__dplan *p) {
 }
 
 static void build_fp8(kk__dplan *p) {
-    p->fp8 = 1;
+    p->fp8 = p->qkv = 1;
     add(p, "input_norm", KK__DS_RMSNORM, KK__DB_RES, KK__DB_W_IN_NORM, N, N, KK__DB_XN, N, N);
     add(p, "qkv_proj (fp8)", KK__DS_FP8_LINEAR, KK__DB_XN, KK__DB_W_QKV, N, N, KK__DB_QKV, N, N);
     add(p, "rope + kv append", KK__DS_ROPE_KV, KK__DB_QKV, N, N, N, KK__DB_QR, KK__DB_KC,
@@ -168,8 +175,8 @@ static const char *level_note(kk_opt_level level) {
         return "one op per step, no fusion (the residual add is kk_add_rmsnorm's sum, its "
                "norm discarded: there is no plain add op)";
     case KK_OPT_BALANCED:
-        return "fused: rope + kv append, residual + rmsnorm, gate/up + silu (swiglu), "
-               "down_proj + residual";
+        return "fused: q/k/v in one projection (stacked weight), rope + kv append, "
+               "residual + rmsnorm, gate/up + silu (swiglu), down_proj + residual";
     default: return "balanced's fusions, FP8 projections, CUDA graphs of the decode step";
     }
 }
