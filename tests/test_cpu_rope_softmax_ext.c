@@ -191,6 +191,71 @@ static void softmax_mask_off_by_one_fails(void **state) {
     bug_is_caught("softmax", "rows=10 n=3 causal=1 sq=5 dtype=f32", softmax_naive);
 }
 
+/* ---- softmax: rows that make the AVX-512 path rescale ---- */
+
+/* Element i of a row of kind k: rising by 0.5 (each chunk of 256 passes the
+ * running max by about 128, so its exponentials overflow against it and it
+ * must be redone with its own max, and the earlier chunks' sums rescaled);
+ * rising by 0.05 and by 0.1 (13 and 26 above: past the f32 and the bf16
+ * bounds on a kept exponential, 256 and 2^24, without overflow); a first
+ * chunk 40 below the rest (at scale 3.5 the rest's exponentials overflow
+ * against it); a first chunk of -inf, then values (the leading chunks'
+ * factors 0); falling by 0.5 (no chunk redone). */
+static float edge_value(int kind, int64_t i) {
+    const float wave = (float)((i * 37) % 11) * 0.125f;
+    switch (kind) {
+    case 0: return 0.5f * (float)i;
+    case 1: return 0.05f * (float)i;
+    case 2: return 0.1f * (float)i;
+    case 3: return i < 256 ? -40.0f + wave : wave;
+    case 4: return i < 300 ? -INFINITY : wave;
+    default: return -0.5f * (float)i;
+    }
+}
+
+/* Those rows (n = 1100: four full chunks and a tail) in every dtype at every
+ * level, at scales 1 and 3.5, against the float64 reference with the op's
+ * tolerance. A kernel that keeps a chunk's exponentials against a reference
+ * they overflow from (no redo) fails here. */
+static void softmax_rescaled_rows_pass(void **state) {
+    (void)state;
+    enum { KINDS = 6, N = 1100 };
+    float *f = malloc(sizeof(float) * KINDS * N);
+    double *x64 = malloc(sizeof(double) * KINDS * N), *ref = malloc(sizeof(double) * KINDS * N);
+    assert_non_null(f), assert_non_null(x64), assert_non_null(ref);
+    for (int k = 0; k < KINDS; k++)
+        for (int64_t i = 0; i < N; i++) f[k * N + i] = edge_value(k, i);
+    for (int isa = 0; isa <= (int)kk__cpu_isa_supported(); isa++) {
+        kk__cpu_isa_cap(isa);
+        for (int d = 0; d < 3; d++)
+            for (int sc = 0; sc < 2; sc++) {
+                const double scale = sc ? 3.5 : 1.0;
+                kk_tensor *x = tensor(dtype_ids[d], 2, (int64_t[]){KINDS, N}), *y = copy_of(x);
+                kk_assert_ok(kk_convert_host(f, KK_DTYPE_F32, x->data, dtype_ids[d], KINDS * N));
+                kk_assert_ok(kk_convert_host(x->data, dtype_ids[d], x64, KK_DTYPE_F64, KINDS * N));
+                kk_assert_ok(kk_poison(y->data, dtype_ids[d], KINDS * N, 0));
+                kk_assert_ok(kk_softmax(x, y, scale, NULL));
+                char text[96];
+                snprintf(text, sizeof text, "rows=%d n=%d scale=%g dtype=%s", KINDS, N, scale,
+                         dtypes[d]);
+                kk_op_params p;
+                kk_assert_ok(kk_op_params_parse(kk_op_at(KK__OP_ID_softmax), text, &p));
+                kk_assert_ok(
+                    kk_op_reference(&p, (const double *const[]){x64}, (double *const[]){ref}));
+                kk_tolerance tol;
+                kk_check_result r;
+                kk_assert_ok(kk_op_tolerance(p.op, dtype_ids[d], &tol));
+                kk_assert_ok(kk_check_output(y->data, dtype_ids[d], ref, KINDS * N, &tol, &r));
+                if (!r.pass)
+                    fail_msg("softmax %s at level %d: max abs %g, rel L2 %g", text, isa,
+                             r.max_abs_err, r.rel_l2_err);
+                kk_tensor_destroy(x), kk_tensor_destroy(y);
+            }
+    }
+    kk__cpu_isa_cap(-1);
+    free(f), free(x64), free(ref);
+}
+
 /* ---- rope: positions and Llama-3 scaling ---- */
 
 static void rope_extensions_pass(void **state) {
@@ -540,6 +605,7 @@ int main(void) {
         cmocka_unit_test(softmax_causal_by_hand),
         cmocka_unit_test(softmax_sq_must_divide_rows),
         cmocka_unit_test(softmax_mask_off_by_one_fails),
+        cmocka_unit_test(softmax_rescaled_rows_pass),
         cmocka_unit_test(rope_extensions_pass),
         cmocka_unit_test(llama3_frequencies_by_hand),
         cmocka_unit_test(rope_positions_are_packed_batches_and_decode_steps),

@@ -233,17 +233,20 @@ KK__R512 float chunk_max512(const void *p, const int bf16, int len) {
  *
  * A full chunk first takes the running max as it stands for its reference
  * M_c, with no max of its own: its e may then exceed 1, and the chunk is
- * redone with its max (as above) only where its sum passes 256 (f32 rows:
- * e <= 256, so the exponent's rounding adds at most 2^-21, 3.3e-7
- * relative) or 2^24 (bf16), or is not finite (inf, NaN). The reference is any value the e do not
- * overflow from; the row's M is the largest reference. Most chunks past the
- * first then need no max and no wait for one (0.8x the time).
+ * redone with its max (as above) only where one of its 16 lane sums passes
+ * 256 (f32 rows: every e <= 256, so the exponent's rounding adds at most
+ * 2^-21, 3.3e-7 relative) or 2^24 (bf16), or is not finite (inf, NaN). The
+ * reference is any value the e do not overflow from; the row's M is the
+ * largest reference. Most chunks past the first then need no max and no
+ * wait for one (0.8x the time). The lane sums are tested by one compare and
+ * kept; their total is taken in smx_factors: a horizontal sum before the
+ * branch put its latency on every chunk's path.
  *
  * A thread takes its rows two at a time in flight: the exponentials of row
- * r chunk by chunk (a full chunk's x loaded once, into 16 registers, for
- * its max and its exponentials), each chunk followed by 256 outputs of row
- * r - 1 (whose factors are known) and a prefetch of row r + 1's chunk into
- * L2. The writes of one row then overlap the arithmetic of the next; one
+ * r chunk by chunk (a full chunk read from L1 32 values at a time, and once
+ * more for its max where it is redone), each chunk followed by 256 outputs
+ * of row r - 1 (whose factors are known) and a prefetch of row r + 1's chunk
+ * into L2. The writes of one row then overlap the arithmetic of the next; one
  * row after the other, the exponentials ran with memory idle and the
  * writes with the arithmetic idle. */
 typedef struct smx_row {
@@ -253,24 +256,40 @@ typedef struct smx_row {
     int64_t vis;
     float M;
     int lead, nt;
-    float g[KK__ROW_KEEP_MAX / KK__ROW_CHUNK]; /* M_c, then f_c / sum */
-    float sums[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];
+    float g[KK__ROW_KEEP_MAX / KK__ROW_CHUNK];        /* M_c, then f_c / sum */
+    float sums[KK__ROW_KEEP_MAX / KK__ROW_CHUNK][16]; /* per chunk, by lane */
 } smx_row;
 
-/* The exponentials of a full chunk's 16 registers v into keep, and their
- * sum (fused: see smx_u). */
-KK__R512 __m512 smx_exp_regs(const __m512 *v, const smx_u *e, float *keep, const int fused,
+/* The exponentials of a full chunk at p into keep, and their sum (fused:
+ * see smx_u), 32 values at a time: a bf16 chunk decoded as even and odd
+ * halves (a shift and an and, no vpmovzxwd) and its exponentials kept in
+ * that order, per 32 the 16 even elements, then the 16 odd ones
+ * (smx_write_unit puts them back). The sum in four registers, returned as
+ * 16 lane sums. Streamed from L1 rather than held: 16 registers of x and the
+ * exponentials' constants did not fit the 32 zmm, and the spills cost a
+ * tenth of the pass; one sum register made a chain of 16 dependent adds. */
+KK__R512 __m512 smx_exp_full(const void *p, const smx_u *e, float *keep, const int fused,
                              const int bf16) {
-    __m512 a = _mm512_setzero_ps();
-#pragma GCC unroll 16
-    for (int k = 0; k < KK__ROW_CHUNK / 16; k++) {
-        const __m512 u = fused ? _mm512_fmsub_ps(v[k], e->sc2, e->msc)
-                               : _mm512_mul_ps(_mm512_sub_ps(v[k], e->mx), e->sc2);
-        const __m512 x = smx_exp2(u, bf16);
-        _mm512_storeu_ps(keep + 16 * k, x);
-        a = _mm512_add_ps(a, x);
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+#pragma GCC unroll 8
+    for (int k = 0; k < KK__ROW_CHUNK / 32; k++) {
+        __m512 v[2];
+        if (bf16) {
+            kk__ld32_bf16_eo((const char *)p + 64 * k, &v[0], &v[1]);
+        } else {
+            v[0] = _mm512_loadu_ps((const float *)p + 32 * k);
+            v[1] = _mm512_loadu_ps((const float *)p + 32 * k + 16);
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m512 u = fused ? _mm512_fmsub_ps(v[h], e->sc2, e->msc)
+                                   : _mm512_mul_ps(_mm512_sub_ps(v[h], e->mx), e->sc2);
+            const __m512 x = smx_exp2(u, bf16);
+            _mm512_storeu_ps(keep + 32 * k + 16 * h, x);
+            a[(2 * k + h) & 3] = _mm512_add_ps(a[(2 * k + h) & 3], x);
+        }
     }
-    return a;
+    return _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
 }
 
 /* The exponentials and sum of chunk c of row s. A full bf16 chunk is
@@ -283,45 +302,27 @@ KK__R512 void smx_exp_chunk(smx_row *s, int c, float scale2, const int bf16) {
     const void *p = kk__at(s->x, bf16, at);
     float *keep = s->keep + at;
     __m512 a = _mm512_setzero_ps();
-    if (len == KK__ROW_CHUNK) { /* x loaded (and decoded) once, into 16 registers */
-        __m512 v[KK__ROW_CHUNK / 16], m[4];
-        if (bf16) {
-#pragma GCC unroll 8
-            for (int k = 0; k < KK__ROW_CHUNK / 32; k++)
-                kk__ld32_bf16_eo((const char *)p + 64 * k, &v[2 * k], &v[2 * k + 1]);
-        } else {
-#pragma GCC unroll 16
-            for (int k = 0; k < KK__ROW_CHUNK / 16; k++)
-                v[k] = _mm512_loadu_ps((const float *)p + 16 * k);
+    if (len == KK__ROW_CHUNK && s->M != -__builtin_inff()) {
+        /* the running max as the reference, unchanged */
+        s->g[c] = s->M;
+        const smx_u e = smx_u_of(s->M, scale2, bf16);
+        a = e.fused ? smx_exp_full(p, &e, keep, 1, bf16) : smx_exp_full(p, &e, keep, 0, bf16);
+        if (!_mm512_cmp_ps_mask(a, _mm512_set1_ps(bf16 ? 0x1p24f : 256.0f), _CMP_NLE_UQ)) {
+            _mm512_storeu_ps(s->sums[c], a);
+            return;
         }
-        if (s->M != -__builtin_inff()) { /* the running max as the reference, unchanged */
-            s->g[c] = s->M;
-            const smx_u e = smx_u_of(s->M, scale2, bf16);
-            a = e.fused ? smx_exp_regs(v, &e, keep, 1, bf16) : smx_exp_regs(v, &e, keep, 0, bf16);
-            const float sum = _mm512_reduce_add_ps(a);
-            if (sum <= (bf16 ? 0x1p24f : 256.0f)) {
-                s->sums[c] = sum;
-                return;
-            }
-        }
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            m[k] = _mm512_max_ps(_mm512_max_ps(v[k], v[k + 4]), _mm512_max_ps(v[k + 8], v[k + 12]));
-        const float cm = _mm512_reduce_max_ps(
-            _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
-        s->M = cm > s->M ? cm : s->M;
-        s->g[c] = s->M == -__builtin_inff() ? 0.0f : s->M;
-        s->lead = s->M == -__builtin_inff() ? c + 1 : s->lead;
-        const smx_u e = smx_u_of(s->g[c], scale2, bf16);
-        a = e.fused ? smx_exp_regs(v, &e, keep, 1, bf16) : smx_exp_regs(v, &e, keep, 0, bf16);
-        s->sums[c] = _mm512_reduce_add_ps(a);
-        return;
+        a = _mm512_setzero_ps();
     }
     const float cm = chunk_max512(p, bf16, len);
     s->M = cm > s->M ? cm : s->M;
     s->g[c] = s->M == -__builtin_inff() ? 0.0f : s->M;
     s->lead = s->M == -__builtin_inff() ? c + 1 : s->lead;
     const smx_u e = smx_u_of(s->g[c], scale2, bf16);
+    if (len == KK__ROW_CHUNK) {
+        a = e.fused ? smx_exp_full(p, &e, keep, 1, bf16) : smx_exp_full(p, &e, keep, 0, bf16);
+        _mm512_storeu_ps(s->sums[c], a);
+        return;
+    }
     int j = 0;
     for (; j + 16 <= len; j += 16) {
         const __m512 x = exp_t(kk__ld16(kk__at(p, bf16, j), bf16, 0xFFFF), &e, bf16);
@@ -335,7 +336,7 @@ KK__R512 void smx_exp_chunk(smx_row *s, int c, float scale2, const int bf16) {
         _mm512_mask_storeu_ps(keep + j, m, x);
         a = _mm512_add_ps(a, x);
     }
-    s->sums[c] = _mm512_reduce_add_ps(a);
+    _mm512_storeu_ps(s->sums[c], a);
 }
 
 /* After every chunk of row s: g[c] = f_c / sum. */
@@ -349,7 +350,8 @@ KK__R512 void smx_factors(smx_row *s, float scale) {
     }
     for (int c = 0; c < s->lead && s->lead < chunks; c++) s->g[c] = 0.0f; /* e^(-M) may overflow */
     double total = 0.0;
-    for (int c = 0; c < chunks; c++) total += (double)s->sums[c] * (double)s->g[c];
+    for (int c = 0; c < chunks; c++)
+        total += (double)_mm512_reduce_add_ps(_mm512_loadu_ps(s->sums[c])) * (double)s->g[c];
     const float inv = (float)(1.0 / total);
     for (int c = 0; c < chunks; c++) s->g[c] *= inv;
 }
@@ -366,8 +368,9 @@ KK__R512 void smx_write_unit(const smx_row *s, int64_t n, int64_t u, int hw, con
         if (bf16 && end - at == KK__ROW_CHUNK && end <= s->vis) { /* even/odd (smx_exp_chunk) */
             const __m512i idx = kk__eo_index();
             for (; i < end; i += 32)
-                kk__st32_bf16_eo(kk__at_mut(y, 1, i), _mm512_mul_ps(_mm512_loadu_ps(keep + i), f),
-                                 _mm512_mul_ps(_mm512_loadu_ps(keep + i + 16), f), idx, hw, nt);
+                kk__st32_bf16_eo_ftz(kk__at_mut(y, 1, i),
+                                     _mm512_mul_ps(_mm512_loadu_ps(keep + i), f),
+                                     _mm512_mul_ps(_mm512_loadu_ps(keep + i + 16), f), idx, hw, nt);
             return;
         }
         if (bf16 && hw) /* 32 at a time: one 64-byte store */
