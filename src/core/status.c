@@ -69,7 +69,7 @@ int kk_status_is(kk_status status, kk_status ancestor) {
 
 /* ---- thread-local last error ---- */
 
-enum { FIELD_LEN = 256, MESSAGE_LEN = 1024 };
+enum { FIELD_LEN = 512, MESSAGE_LEN = 1024 }; /* FIELD_LEN: kk_op_find lists every op name */
 
 typedef struct error_store {
     kk_error_info info;

@@ -52,7 +52,7 @@ kk_status kk_op_find(const char *name, const kk_op **out) {
             *out = ops[i];
             return KK_OK;
         }
-    char known[256] = "one of";
+    char known[512] = "one of"; /* every op name: 241 characters with 26 ops */
     for (int i = 0; i < OP_COUNT; i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s %s", i ? "," : "",
                  ops[i]->name);
