@@ -1,6 +1,7 @@
 /* The decoder's life: kk_decoder_create (plan, weights on the device, KV
  * caches, work buffers), reset, the plan accessors, kk_decoder_free. Running
  * it is decoder_run.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,34 @@ static kk_status place_weight(const char *func, kk_decoder *d, const kk_tensor *
     kk_tensor_destroy(host);
     if (st != KK_OK) kk_tensor_destroy(dev), dev = NULL;
     *out = dev;
+    return st;
+}
+
+/* Stacked on the host (plan.qkv's W_qkv here, the fp8 plan's in decoder_fp8.c). */
+kk_status kk__dstack_rows(const kk_tensor *const *parts, const char *const *names, int n,
+                          kk_tensor **out) {
+    int64_t rows = 0;
+    for (int x = 0; x < n; x++) rows += parts[x]->shape[0];
+    kk_tensor *t = NULL;
+    kk_status st =
+        kk_tensor_create("cpu", parts[0]->dtype, 2, (int64_t[]){rows, parts[0]->shape[1]}, &t);
+    int64_t r = 0; /* the first row of part x */
+    for (int x = 0; st == KK_OK && x < n; r += parts[x]->shape[0], x++) {
+        if (parts[x]->dtype != parts[0]->dtype) {
+            char what[48];
+            snprintf(what, sizeof what, "%s dtype", names[x]);
+            st = kk__arg_error(KK_ERR_UNSUPPORTED, "kk_decoder_create", what,
+                               kk_dtype_name(parts[0]->dtype), "%s (%s's differs)",
+                               kk_dtype_name(parts[x]->dtype), names[0]);
+            break;
+        }
+        kk_tensor *rows_x = NULL;
+        st = kk_tensor_slice(t, 0, r, r + parts[x]->shape[0], 1, &rows_x);
+        if (st == KK_OK) st = kk_tensor_copy(rows_x, parts[x]);
+        kk_tensor_destroy(rows_x);
+    }
+    if (st != KK_OK) kk_tensor_destroy(t), t = NULL;
+    *out = t;
     return st;
 }
 

@@ -97,32 +97,6 @@ static kk_status quantize_to(const kk_decoder *d, const kk_tensor *w, kk_qtensor
     return st;
 }
 
-kk_status kk__dstack_rows(const kk_tensor *const *parts, const char *const *names, int n,
-                          kk_tensor **out) {
-    int64_t rows = 0;
-    for (int x = 0; x < n; x++) rows += parts[x]->shape[0];
-    kk_tensor *t = NULL;
-    kk_status st =
-        kk_tensor_create("cpu", parts[0]->dtype, 2, (int64_t[]){rows, parts[0]->shape[1]}, &t);
-    for (int x = 0, r = 0; st == KK_OK && x < n; r += (int)parts[x]->shape[0], x++) {
-        if (parts[x]->dtype != parts[0]->dtype) {
-            char what[48];
-            snprintf(what, sizeof what, "%s dtype", names[x]);
-            st = kk__arg_error(KK_ERR_UNSUPPORTED, "kk_decoder_create", what,
-                               kk_dtype_name(parts[0]->dtype), "%s (%s's differs)",
-                               kk_dtype_name(parts[x]->dtype), names[0]);
-            break;
-        }
-        kk_tensor *rows_x = NULL;
-        st = kk_tensor_slice(t, 0, r, r + parts[x]->shape[0], 1, &rows_x);
-        if (st == KK_OK) st = kk_tensor_copy(rows_x, parts[x]);
-        kk_tensor_destroy(rows_x);
-    }
-    if (st != KK_OK) kk_tensor_destroy(t), t = NULL;
-    *out = t;
-    return st;
-}
-
 /* parts stacked, then quantized into q. */
 static kk_status quantize_stacked(const kk_decoder *d, const kk_tensor *const *parts,
                                   const char *const *names, int n, kk_qtensor *q) {

@@ -33,18 +33,7 @@ kk_status kk_attention_varlen(const kk_tensor *q, const kk_tensor *k, const kk_t
                     *vv = kk__entry_packed_view(v, &views[2]),
                     *ov = kk__entry_packed_view(o, &views[3]),
                     *lv = kk__entry_lse_view(lse, &views[4]);
-    p.i[KK__AVL_NSEQ] = cu_seqlens_q->shape[0] - 1;
-    p.i[KK__AVL_HQ] = qv->shape[1];
-    p.i[KK__AVL_HKV] = kv->shape[1];
-    p.i[KK__AVL_TQ] = qv->shape[2];
-    p.i[KK__AVL_TK] = kv->shape[2];
-    p.i[KK__AVL_MAXQ] = max_seqlen_q;
-    p.i[KK__AVL_MAXK] = max_seqlen_k;
-    p.i[KK__AVL_D] = qv->shape[3];
-    p.i[KK__AVL_CAUSAL] = opt->causal != 0;
-    p.i[KK__AVL_WL] = opt->window_left;
-    p.i[KK__AVL_WR] = opt->window_right;
-    p.f[KK__AVL_SCALE] = opt->scale;
+    kk__entry_varlen_shape(&p, cu_seqlens_q, qv, kv, max_seqlen_q, max_seqlen_k, opt);
     p.i[KK__AVL_LSE] = lse != NULL;
     p.i[KK__AVL_DTYPE] = q->dtype;
     p.f[KK__AVL_DROPOUT] = opt->dropout;

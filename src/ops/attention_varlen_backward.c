@@ -48,18 +48,8 @@ kk_status kk_attention_varlen_backward(const kk_tensor *q, const kk_tensor *k, c
         [KK__AVB_T_DK] = kk__entry_packed_view(dk, &views[7]),
         [KK__AVB_T_DV] = kk__entry_packed_view(dv, &views[8]),
     };
-    p.i[KK__AVB_NSEQ] = cu_seqlens_q->shape[0] - 1;
-    p.i[KK__AVB_HQ] = t[KK__AVB_T_Q]->shape[1];
-    p.i[KK__AVB_HKV] = t[KK__AVB_T_K]->shape[1];
-    p.i[KK__AVB_TQ] = t[KK__AVB_T_Q]->shape[2];
-    p.i[KK__AVB_TK] = t[KK__AVB_T_K]->shape[2];
-    p.i[KK__AVB_MAXQ] = max_seqlen_q;
-    p.i[KK__AVB_MAXK] = max_seqlen_k;
-    p.i[KK__AVB_D] = t[KK__AVB_T_Q]->shape[3];
-    p.i[KK__AVB_CAUSAL] = opt->causal != 0;
-    p.i[KK__AVB_WL] = opt->window_left;
-    p.i[KK__AVB_WR] = opt->window_right;
-    p.f[KK__AVB_SCALE] = opt->scale;
+    kk__entry_varlen_shape(&p, cu_seqlens_q, t[KK__AVB_T_Q], t[KK__AVB_T_K], max_seqlen_q,
+                           max_seqlen_k, opt); /* the forward's indices, these too */
     p.i[KK__AVB_DTYPE] = q->dtype;
     p.f[KK__AVB_DROPOUT] = opt->dropout;
     p.i[KK__AVB_SEED] = (int64_t)opt->seed;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "opdef/attention_varlen.h"
 
 kk_status kk__entry_need(const char *op, const char *argument, const kk_tensor *t, int ndim) {
     if (!t) return kk__arg_error(KK_ERR_INVALID_ARGUMENT, op, argument, "a tensor", "NULL");
@@ -78,6 +79,23 @@ const kk_tensor *kk__entry_lse_view(const kk_tensor *t, kk_tensor *view) {
     view->strides[1] = t->strides[0];
     view->strides[2] = t->strides[1];
     return view;
+}
+
+void kk__entry_varlen_shape(kk_op_params *p, const kk_tensor *cu_seqlens_q, const kk_tensor *qv,
+                            const kk_tensor *kv, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                            const kk_attention_options *opt) {
+    p->i[KK__AVL_NSEQ] = cu_seqlens_q->shape[0] - 1;
+    p->i[KK__AVL_HQ] = qv->shape[1];
+    p->i[KK__AVL_HKV] = kv->shape[1];
+    p->i[KK__AVL_TQ] = qv->shape[2];
+    p->i[KK__AVL_TK] = kv->shape[2];
+    p->i[KK__AVL_MAXQ] = max_seqlen_q;
+    p->i[KK__AVL_MAXK] = max_seqlen_k;
+    p->i[KK__AVL_D] = qv->shape[3];
+    p->i[KK__AVL_CAUSAL] = opt->causal != 0;
+    p->i[KK__AVL_WL] = opt->window_left;
+    p->i[KK__AVL_WR] = opt->window_right;
+    p->f[KK__AVL_SCALE] = opt->scale;
 }
 
 enum { ROW_EMPTY, ROW_FILLING, ROW_READY };

@@ -73,6 +73,13 @@ kk_status kk__entry_varlen_args(const char *op, const kk_tensor *q, const kk_ten
 const kk_tensor *kk__entry_packed_view(const kk_tensor *t, kk_tensor *view);
 /* lse [Hq,total_q] as [1,Hq,total_q]; NULL or a 3-dimensional one as it is. */
 const kk_tensor *kk__entry_lse_view(const kk_tensor *t, kk_tensor *view);
+/* The parameters both varlen ops keep at the forward's indices (KK__AVL_NSEQ
+ * .. KK__AVL_SCALE, attention_varlen_backward's too): sequences, heads,
+ * totals, maximum lengths and head dim from cu_seqlens_q and the
+ * [1,H,total,D] views of q and k; the mask and scale from opt. */
+void kk__entry_varlen_shape(kk_op_params *p, const kk_tensor *cu_seqlens_q, const kk_tensor *qv,
+                            const kk_tensor *kv, int64_t max_seqlen_q, int64_t max_seqlen_k,
+                            const kk_attention_options *opt);
 
 /* ---- the host-overhead benchmark's adapters ----
  *
